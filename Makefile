@@ -1,0 +1,44 @@
+# Entry point. `make serve` and `make test` work on a fresh Debian 12 machine: they install what
+# is missing, fetch and build the pinned engine into a cache outside build/, then build 1bit.
+#   make build [CUDA=1]   engine + 1bit; the binary is build/bin/1bit
+#   make serve [ARGS=...] build, then `build/bin/1bit serve $(ARGS)`
+#   make test             build with the tests, then run every test through ctest
+#   make clean            remove build/ (the engine cache stays)
+
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CUDA ?=
+ARGS ?=
+
+ENGINE_FLAGS := $(if $(filter 1 ON on yes,$(CUDA)),--cuda,)
+CXX_COMPILER := $(shell command -v clang++ 2>/dev/null || command -v c++)
+
+.PHONY: build serve test clean setup setup-tests
+
+setup:
+	@scripts/setup.sh
+
+setup-tests:
+	@scripts/setup.sh --with-tests
+
+build: setup
+	@$(MAKE) --no-print-directory compile
+
+build-tests: setup-tests
+	@$(MAKE) --no-print-directory compile
+
+.PHONY: compile
+compile:
+	@prefix=$$(scripts/engine.sh $(ENGINE_FLAGS)) && \
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=$(CXX_COMPILER) \
+	      -DONEBIT_ENGINE_PREFIX="$$prefix" >/dev/null && \
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+serve: build
+	$(BUILD_DIR)/bin/1bit serve $(ARGS)
+
+test: build-tests
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Fetches, verifies, patches and builds the pinned engine (llama.cpp) into a cache outside the
+# build tree, and prints the prefix of the finished build on stdout.
+#
+#   scripts/engine.sh [--cuda] [--key | --prepare DIR]
+#
+#   --cuda          build with CUDA for sm_90 and the local GPU's architecture
+#   --key           print the cache key and exit (nothing is fetched or built)
+#   --prepare DIR   only check out the verified source into DIR and apply the patch queue
+#
+# The cache entry is keyed by the engine commit, the patch queue (names and contents), the build
+# options, this script and, for native CPU code, the CPU's feature flags: any change rebuilds,
+# and ccache keeps a rebuild short. A finished entry is reused in well under a second.
+#
+# Environment:
+#   ONEBIT_LLAMA_SOURCE  a local engine: a git bundle, a git checkout holding the pinned commit,
+#                        or an unpacked node-llama-cpp package; otherwise npm fetches the package
+#   ONEBIT_CACHE_DIR     cache root (default ${XDG_CACHE_HOME:-~/.cache}/1bit)
+#   ONEBIT_PATCH_DIR     the patch queue (default patches/llama.cpp beside this script)
+#   JOBS                 parallel build jobs (default: all cores)
+set -euo pipefail
+
+readonly COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
+readonly NPM_PACKAGE=node-llama-cpp@3.21.1
+readonly TARGETS=(llama-server ggml-rpc-server llama-bench ggml-base)
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${ONEBIT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/1bit}
+patch_dir=${ONEBIT_PATCH_DIR:-$here/../patches/llama.cpp}
+
+die() { echo "engine: $*" >&2; exit 1; }
+log() { echo "engine: $*" >&2; }
+
+cuda=0 mode=build prepare_dir=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cuda) cuda=1 ;;
+    --key) mode=key ;;
+    --prepare) mode=prepare; prepare_dir=${2:?--prepare needs a directory}; shift ;;
+    *) die "unknown option '$1'" ;;
+  esac
+  shift
+done
+
+patches() { [ -d "$patch_dir" ] && find "$patch_dir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort; true; }
+
+cmake_options() {
+  local o=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON -DGGML_NATIVE=ON
+           -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+           -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF)
+  if [ $cuda = 1 ]; then
+    local archs=90 cap
+    if cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1); then
+      cap=${cap//./}
+      [ -n "$cap" ] && [ "$cap" != 90 ] && archs="90;$cap"
+    fi
+    o+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$archs")
+  fi
+  printf '%s\n' "${o[@]}"
+}
+
+cache_key() {
+  {
+    echo "commit $COMMIT"
+    cmake_options
+    echo "machine $(uname -m) $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sha256sum | cut -c1-16)"
+    echo "script $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-64)"
+    local p
+    while IFS= read -r p; do [ -n "$p" ] && echo "patch $(basename "$p") $(sha256sum < "$p" | cut -c1-64)"; done < <(patches)
+  } | sha256sum | cut -c1-16
+}
+
+# Prints the path of a git bundle or repository that holds the pinned commit.
+engine_origin() {
+  local s=${ONEBIT_LLAMA_SOURCE:-}
+  if [ -n "$s" ]; then
+    [ -e "$s" ] || die "ONEBIT_LLAMA_SOURCE: $s does not exist"
+    if [ -f "$s" ]; then echo "$s"; return; fi
+    local b
+    for b in "$s/gitRelease.bundle" "$s/llama/gitRelease.bundle" "$s/package/llama/gitRelease.bundle"; do
+      [ -f "$b" ] && { echo "$b"; return; }
+    done
+    git -C "$s" rev-parse --git-dir >/dev/null 2>&1 && { echo "$s"; return; }
+    die "ONEBIT_LLAMA_SOURCE: $s is neither a git bundle, a git checkout nor a node-llama-cpp package"
+  fi
+  local dl=$cache/downloads bundle=$cache/downloads/llama-$COMMIT.bundle
+  if [ ! -f "$bundle" ]; then
+    command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $NPM_PACKAGE (or set ONEBIT_LLAMA_SOURCE)"
+    mkdir -p "$dl"
+    local tmp; tmp=$(mktemp -d "$dl/npm.XXXXXX")
+    log "fetching $NPM_PACKAGE with npm"
+    (cd "$tmp" && npm pack --silent "$NPM_PACKAGE" >/dev/null) || { rm -rf "$tmp"; die "npm pack $NPM_PACKAGE failed"; }
+    tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle \
+      || { rm -rf "$tmp"; die "$NPM_PACKAGE has no package/llama/gitRelease.bundle"; }
+    mv "$tmp/package/llama/gitRelease.bundle" "$bundle"
+    rm -rf "$tmp"
+  fi
+  echo "$bundle"
+}
+
+# Checks out the pinned commit from the origin into $1 and applies the patch queue in order.
+prepare_source() {
+  local dst=$1 origin
+  origin=$(engine_origin)
+  rm -rf "$dst"
+  git clone -q --no-checkout "$origin" "$dst" 2>/dev/null || die "cannot clone the engine from $origin"
+  git -C "$dst" cat-file -e "$COMMIT^{commit}" 2>/dev/null \
+    || die "$origin does not hold the pinned commit $COMMIT (it has $(git -C "$dst" rev-parse HEAD 2>/dev/null || echo nothing))"
+  git -C "$dst" -c advice.detachedHead=false checkout -q "$COMMIT"
+  [ "$(git -C "$dst" rev-parse HEAD)" = "$COMMIT" ] || die "checkout of $COMMIT failed"
+  local p err
+  while IFS= read -r p; do
+    [ -n "$p" ] || continue
+    if ! err=$(git -C "$dst" apply --whitespace=nowarn "$p" 2>&1); then
+      die "patch $(basename "$p") does not apply to llama.cpp $COMMIT: ${err%%$'\n'*}"
+    fi
+    log "applied $(basename "$p")"
+  done < <(patches)
+}
+
+case $mode in
+  key) cache_key; exit 0 ;;
+  prepare) prepare_source "$prepare_dir"; exit 0 ;;
+esac
+
+key=$(cache_key)
+root=$cache/engine/$key
+prefix=$root/prefix
+if [ -f "$prefix/.complete" ]; then echo "$prefix"; exit 0; fi
+
+mkdir -p "$root"
+exec 9>"$root/.lock"
+flock 9
+if [ -f "$prefix/.complete" ]; then echo "$prefix"; exit 0; fi
+
+log "building llama.cpp ${COMMIT:0:12} (key $key) in $root"
+prepare_source "$root/src"
+
+mapfile -t opts < <(cmake_options)
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  [ $cuda = 1 ] && launcher+=(-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # Relative paths let entries of other keys (another patch set) share ccache hits.
+  export CCACHE_BASEDIR=$cache/engine
+fi
+cmake -S "$root/src" -B "$root/build" "${opts[@]}" "${launcher[@]}" >"$root/configure.log" 2>&1 \
+  || { tail -n 20 "$root/configure.log" >&2; die "cmake configure failed (log: $root/configure.log)"; }
+cmake --build "$root/build" -j "${JOBS:-$(nproc)}" --target "${TARGETS[@]}" >"$root/build.log" 2>&1 \
+  || { grep -m 20 -E 'error|Error' "$root/build.log" >&2; die "engine build failed (log: $root/build.log)"; }
+
+rm -rf "$prefix"
+mkdir -p "$prefix/bin" "$prefix/lib" "$prefix/include" "$prefix/share"
+cp "$root/build/bin/llama-server" "$root/build/bin/ggml-rpc-server" "$root/build/bin/llama-bench" "$prefix/bin/"
+find "$root/build" -name 'libggml-base.a' -exec cp {} "$prefix/lib/" \;
+cp "$root/src/ggml/include/"*.h "$prefix/include/"
+"$prefix/bin/llama-server" --help >"$prefix/share/llama-server-help.txt" 2>/dev/null \
+  || die "llama-server --help failed"
+ln -sfn "$root/src" "$prefix/src"
+{
+  echo "{"
+  echo "  \"commit\": \"$COMMIT\","
+  echo "  \"key\": \"$key\","
+  echo "  \"cuda\": $([ $cuda = 1 ] && echo true || echo false),"
+  echo "  \"patches\": [$(patches | while IFS= read -r p; do [ -n "$p" ] && printf '"%s",' "$(basename "$p")"; done | sed 's/,$//')]"
+  echo "}"
+} >"$prefix/engine.json"
+touch "$prefix/.complete"
+log "engine ready in $prefix"
+echo "$prefix"

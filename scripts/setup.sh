@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building (and with --with-tests, testing) 1bit needs, and
+# only those that are missing. When everything is present it prints nothing and exits at once.
+# Each entry is "package" or "package:probe"; a probe starting with / is a file, else a command,
+# so tools that came from elsewhere (a node from another source, say) count as present.
+set -euo pipefail
+
+build=(build-essential:c++ cmake:cmake git:git ccache:ccache pkg-config:pkg-config
+       nlohmann-json3-dev:/usr/include/nlohmann/json.hpp nodejs:node npm:npm)
+tests=(clang:clang++ libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+       googletest:/usr/src/googletest libgtest-dev:/usr/include/gtest/gtest.h
+       libcpp-httplib-dev:/usr/include/httplib.h)
+
+want=("${build[@]}")
+[ "${1:-}" = "--with-tests" ] && want+=("${tests[@]}")
+
+present() {
+  local pkg=${1%%:*} probe=${1#*:}
+  if [ "$probe" != "$1" ]; then
+    case $probe in /*) [ -e "$probe" ] ;; *) command -v "$probe" >/dev/null 2>&1 ;; esac
+  else
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'
+  fi
+}
+
+missing=()
+for e in "${want[@]}"; do present "$e" || missing+=("${e%%:*}"); done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup: no apt-get here; missing: ${missing[*]} (the build goes on without them)" >&2
+  exit 0
+fi
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q >/dev/null
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

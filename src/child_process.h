@@ -1,0 +1,61 @@
+// A private child process (the engine) that cannot outlive 1bit.
+//
+// The child runs in its own process group (so a terminal's Ctrl-C reaches only 1bit, which then
+// stops the child in order) and gets PR_SET_PDEATHSIG=SIGKILL, so even `kill -9` of 1bit takes it
+// down. The death signal fires when the *thread* that forked exits: start children from a thread
+// that lives as long as they should (serve uses its main thread).
+//
+// Its stdout and stderr go through a pipe: the last lines are kept for error reports, and all of
+// it is appended to a log file when one is given.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace onebit {
+
+struct ChildSpec {
+  std::string program;
+  std::vector<std::string> args;                               // after the program name
+  std::vector<std::pair<std::string, std::string>> env_added;  // on top of this process's environment
+  std::string log_path;                                        // empty: keep only the last lines
+  bool echo = false;                                           // also copy output to our stderr
+};
+
+class ChildProcess {
+ public:
+  // Starts the child. Throws Error when it cannot be started (the program missing, say).
+  static std::unique_ptr<ChildProcess> start(const ChildSpec& spec);
+  ~ChildProcess();  // stops the child if it still runs
+
+  pid_t pid() const { return pid_; }
+  // True while the child runs; reaps it once it has exited.
+  bool running();
+  // The exit code, or 128 + signal number, once it has exited.
+  std::optional<int> exit_code();
+  // SIGTERM to its process group, then SIGKILL after `grace`; waits until it is gone.
+  void stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
+  // The last lines of its output (at most `max`).
+  std::vector<std::string> last_lines(size_t max = 20) const;
+
+ private:
+  ChildProcess() = default;
+  void read_output(int fd, int log_fd, bool echo);
+
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::deque<std::string> lines_;
+};
+
+}  // namespace onebit

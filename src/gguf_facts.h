@@ -1,0 +1,40 @@
+// Facts about a GGUF model file, read from its metadata only (no tensor data) with ggml's own
+// gguf reader, so 1bit sees a file exactly as the engine will. These are the settings that
+// follow from the file itself; tuned settings come from recipes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace onebit {
+
+struct ModelFacts {
+  std::string path;
+  std::string architecture;             // general.architecture
+  std::string name;                     // general.name, may be empty
+  int64_t expert_count = 0;             // <arch>.expert_count, 0 when absent
+  bool moe = false;                     // expert_count > 0
+  std::optional<uint32_t> file_type;    // general.file_type (llama_ftype)
+  bool hadamard_q4_0 = false;           // onebit.hadamard_q4_0 == 32, stamped by `1bit rotate`
+  std::optional<uint64_t> context_length;  // <arch>.context_length
+  uint32_t nextn_layers = 0;            // <arch>.nextn_predict_layers: MTP heads
+  bool dflash = false;                  // a dflash drafter (architecture "dflash")
+  std::optional<uint32_t> block_size;   // dflash.block_size
+  int64_t tensor_count = 0;
+  uint64_t file_size = 0;
+};
+
+// Reads the facts of the file at `path`. Throws Error("<path>: <what is wrong>") for a missing or
+// unreadable file, a file that is not GGUF, a truncated or absurd header, or metadata of the
+// wrong type.
+ModelFacts read_model_facts(const std::string& path);
+
+// Same, from bytes in memory (the fuzz target); `label` stands in for the path in messages.
+ModelFacts model_facts_from_buffer(const void* data, size_t size, const std::string& label);
+
+// "Q4_0", "F16", ... for a general.file_type value; "type N" when unknown.
+std::string file_type_name(uint32_t file_type);
+
+}  // namespace onebit

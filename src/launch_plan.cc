@@ -1,0 +1,138 @@
+#include "launch_plan.h"
+
+#include <cstring>
+
+#include "error.h"
+#include "shell.h"
+
+extern char** environ;
+
+namespace onebit {
+namespace {
+
+// Engine options that serve itself owns, with the serve option to use instead.
+struct Owned {
+  const char* flag;
+  const char* instead;
+};
+constexpr Owned kOwned[] = {
+    {"--model", "1bit serve -m"},
+    {"--host", "1bit serve --host"},
+    {"--port", "1bit serve --port"},
+    {"--api-key", "1bit serve --api-key"},
+    {"--api-key-file", "1bit serve --api-key"},
+};
+
+class ArgBuilder {
+ public:
+  ArgBuilder(const EngineArgs& engine, const std::vector<std::string>& user,
+             const std::map<std::string, std::string>& env)
+      : engine_(engine), user_(user), env_(env) {}
+
+  const EngineOption& option(const char* spelling) const {
+    const EngineOption* o = engine_.find(spelling);
+    if (o == nullptr) throw Error(std::string("this engine has no option ") + spelling);
+    return *o;
+  }
+
+  bool user_sets(const EngineOption& o) const { return engine_.present_on(user_, o); }
+  bool env_sets(const EngineOption& o) const {
+    return (!o.env.empty() && env_.count(o.env)) || (!o.negated_env().empty() && env_.count(o.negated_env()));
+  }
+
+  // A base default: left out when the user set it, after "--" or through its LLAMA_ARG_* variable.
+  void add_default(std::vector<std::string>& args, std::initializer_list<const char*> words) const {
+    const EngineOption& o = option(*words.begin());
+    if (user_sets(o) || env_sets(o)) return;
+    args.insert(args.end(), words.begin(), words.end());
+  }
+
+  // A serve option: the user may not also give it after "--".
+  void add_own(std::vector<std::string>& args, const std::string& serve_name,
+               std::vector<std::string> words) const {
+    const EngineOption& o = option(words.front().c_str());
+    if (user_sets(o))
+      throw Error(words.front() + " is set twice: by " + serve_name + " and after \"--\"; keep one");
+    args.insert(args.end(), words.begin(), words.end());
+  }
+
+ private:
+  const EngineArgs& engine_;
+  const std::vector<std::string>& user_;
+  const std::map<std::string, std::string>& env_;
+};
+
+}  // namespace
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
+  }
+  return env;
+}
+
+LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
+  const ServeOptions& o = *in.options;
+  const std::vector<std::string>& user = o.engine_args;
+  for (const Owned& owned : kOwned) {
+    const EngineOption* opt = engine.find(owned.flag);
+    if (opt != nullptr && engine.present_on(user, *opt))
+      throw Error(std::string(owned.flag) + " after \"--\": serve sets it for the engine; use " + owned.instead);
+  }
+  ArgBuilder b(engine, user, in.environment);
+  const bool gpu = in.device == "cuda";
+
+  LaunchPlan plan;
+  plan.program = in.program;
+  auto& a = plan.args;
+  a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};
+  b.add_default(a, {"-ngl", gpu ? "99" : "0"});
+  b.add_default(a, {"--jinja"});
+
+  if (o.ctx_size) b.add_own(a, "-c", {"-c", std::to_string(*o.ctx_size)});
+  if (!o.flash_attn.empty()) b.add_own(a, "-fa", {"-fa", o.flash_attn});
+  if (o.parallel) b.add_own(a, "-np", {"-np", std::to_string(*o.parallel)});
+
+  const std::string kind = o.drafter_kind();
+  std::optional<int64_t> n_max = o.draft_max;
+  if (kind == "draft" || kind == "dflash") {
+    b.add_own(a, "--" + kind, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-dflash"});
+    b.add_own(a, "--" + kind, {"-md", kind == "draft" ? o.draft : o.dflash});
+    b.add_own(a, "--" + kind, {"-ngld", gpu ? "99" : "0"});
+    if (kind == "dflash" && !n_max)
+      n_max = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
+  } else if (kind == "mtp") {
+    b.add_own(a, "--mtp", {"--spec-type", "draft-mtp"});
+  }
+  if (n_max) b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*n_max)});
+  if (!o.draft_p_min.empty()) b.add_own(a, "--draft-p-min", {"--spec-draft-p-min", o.draft_p_min});
+
+  a.insert(a.end(), user.begin(), user.end());
+
+  if (in.recipes != nullptr) {
+    ChildEnv env;
+    env.inherited = in.environment;
+    RecipeTarget target{in.device, kind, in.model};
+    plan.applied = apply_recipes(*in.recipes, target, engine, a, env);
+    plan.env_added = env.added;
+  }
+  return plan;
+}
+
+std::string LaunchPlan::command_line() const {
+  std::string line;
+  for (const auto& [k, v] : env_added) line += shell_quote(k + "=" + v) + " ";
+  std::vector<std::string> words{program};
+  words.insert(words.end(), args.begin(), args.end());
+  return line + shell_join(words);
+}
+
+std::vector<std::string> LaunchPlan::recipe_lines() const {
+  std::vector<std::string> lines;
+  for (const auto& r : applied) lines.push_back("1bit serve: recipe " + r.id + ": " + r.describe());
+  return lines;
+}
+
+}  // namespace onebit

@@ -1,0 +1,87 @@
+// Recipes: tuned engine settings kept as data, each with the measurement that justifies it.
+//
+// A recipes file is JSON: {"about": "...", "recipes": [ {id, match, args, env, why, measured,
+// source} ]}. `id` and `measured` are required; `match` keys (all optional, missing = any) are
+// device, architecture, drafter (lists of strings) and moe, hadamard_q4_0 (booleans). A recipe
+// must add something: args (starting with a flag) or env. The built-in set is config/recipes.json,
+// compiled in; `--recipes FILE` replaces it.
+//
+// Application happens in file order after serve's own arguments. A flag is added only when the
+// engine command line has no spelling of that option yet (aliases included, and its LLAMA_ARG_*
+// variable counts as a spelling); an env variable only when it is not set.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine_args.h"
+#include "gguf_facts.h"
+
+namespace onebit {
+
+struct RecipeMatch {
+  std::optional<std::vector<std::string>> device;
+  std::optional<std::vector<std::string>> architecture;
+  std::optional<std::vector<std::string>> drafter;
+  std::optional<bool> moe;
+  std::optional<bool> hadamard_q4_0;
+};
+
+struct Recipe {
+  std::string id;
+  RecipeMatch match;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // in file order
+  std::string why;
+  std::string measured;
+  std::string source;
+};
+
+struct RecipeSet {
+  std::string origin;  // the file path, or "built-in recipes"
+  std::string about;
+  std::vector<Recipe> recipes;
+};
+
+// Parses and validates. Throws Error("<origin>: <what is wrong>").
+RecipeSet parse_recipes(std::string_view json_text, const std::string& origin, const EngineArgs& engine);
+RecipeSet load_recipes_file(const std::string& path, const EngineArgs& engine);
+const RecipeSet& builtin_recipes();
+
+// What a recipe is matched against.
+struct RecipeTarget {
+  std::string device;   // cpu, cuda
+  std::string drafter;  // none, draft, dflash, mtp
+  const ModelFacts* facts = nullptr;
+};
+
+// Empty when the recipe matches, else the first reason it does not ("architecture llama not in
+// [qwen3moe]"). With `ignore_device`, the device condition is skipped (used by `1bit facts`).
+std::string recipe_mismatch(const Recipe& recipe, const RecipeTarget& target, bool ignore_device = false);
+
+// The environment as the child will see it: the parent's variables plus those serve adds.
+struct ChildEnv {
+  std::map<std::string, std::string> inherited;
+  std::vector<std::pair<std::string, std::string>> added;  // in order of addition
+  bool has(const std::string& name) const;
+  void add(const std::string& name, const std::string& value) { added.emplace_back(name, value); }
+};
+
+struct AppliedRecipe {
+  std::string id;
+  std::vector<std::string> args;                           // what this recipe appended
+  std::vector<std::pair<std::string, std::string>> env;    // what this recipe set
+  std::string describe() const;                            // "-ub 1024 GGML_X=1"
+};
+
+// Applies every matching recipe of `set` in order to `argv` (the engine command line after the
+// program name) and `env`, and returns those that added something.
+std::vector<AppliedRecipe> apply_recipes(const RecipeSet& set, const RecipeTarget& target,
+                                         const EngineArgs& engine, std::vector<std::string>& argv,
+                                         ChildEnv& env);
+
+}  // namespace onebit

@@ -1,0 +1,222 @@
+#include "serve.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "child_process.h"
+#include "device.h"
+#include "engine_args.h"
+#include "error.h"
+#include "gguf_facts.h"
+#include "http_conn.h"
+#include "launch_plan.h"
+#include "long_route.h"
+#include "net.h"
+#include "paths.h"
+#include "proxy.h"
+#include "recipes.h"
+#include "serve_options.h"
+
+namespace onebit {
+namespace {
+
+constexpr auto kHealthPoll = std::chrono::milliseconds(250);
+
+// One engine child and what serve knows about it.
+struct Engine {
+  std::string label;  // "main" or "long"
+  std::string model;
+  LaunchPlan plan;
+  int port = 0;
+  std::unique_ptr<ChildProcess> child;
+  bool ready = false;
+};
+
+std::string indent_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "\n  | " + l;
+  return out;
+}
+
+std::string died_message(Engine& e, const char* when) {
+  return "the engine (" + e.model + ") exited with code " + std::to_string(e.child->exit_code().value_or(-1)) + " " +
+         when + "; its last lines:" + indent_lines(e.child->last_lines(15));
+}
+
+// Reads the drafter and checks that it is the kind its option promises.
+std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts& model) {
+  if (o.mtp && model.nextn_layers == 0)
+    throw Error(model.path + ": --mtp needs next-token (MTP) layers, and " + model.architecture +
+                ".nextn_predict_layers is absent or 0");
+  std::string kind = o.drafter_kind();
+  if (kind != "draft" && kind != "dflash") return std::nullopt;
+  const std::string& path = kind == "draft" ? o.draft : o.dflash;
+  ModelFacts d = read_model_facts(path);
+  if (kind == "dflash" && !d.dflash)
+    throw Error(path + ": not a dflash drafter (architecture " + d.architecture + "); use --draft for a plain model");
+  if (kind == "draft" && d.dflash) throw Error(path + ": is a dflash drafter; use --dflash");
+  return d;
+}
+
+// Waits for every engine's /health to answer 200, polling every 250 ms, while watching for
+// signals and engine exits. Throws Error on timeout or an exit; returns false on a signal.
+bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigset_t& signals) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    bool all = true;
+    for (Engine& e : engines) {
+      if (!e.child->running()) throw Error(died_message(e, "while loading"));
+      if (!e.ready) {
+        HttpResult r = http_fetch("127.0.0.1", e.port, "GET", "/health", "", {}, 2000);
+        e.ready = r.status == 200;
+      }
+      all = all && e.ready;
+    }
+    if (all) return true;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (Engine& e : engines)
+        if (!e.ready)
+          throw Error("the engine (" + e.model + ") did not load within " + std::to_string(static_cast<int>(timeout_s)) +
+                      " s (--load-timeout); its last lines:" + indent_lines(e.child->last_lines(15)));
+    }
+    timespec ts{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kHealthPoll).count()};
+    if (sigtimedwait(&signals, nullptr, &ts) > 0) return false;
+  }
+}
+
+int serve(const ServeOptions& o) {
+  const EngineArgs& engine = EngineArgs::builtin();
+  const std::string model_path = o.model.empty() ? default_model_path() : o.model;
+  if (model_path.empty())
+    throw Error("no model given (-m FILE) and no default model models/1bit-tiny-*.gguf was found");
+  const ModelFacts model = read_model_facts(model_path);
+  const std::optional<ModelFacts> drafter = drafter_facts(o, model);
+  std::optional<ModelFacts> long_model;
+  if (!o.long_model.empty()) long_model = read_model_facts(o.long_model);
+
+  std::optional<RecipeSet> file_recipes;
+  if (!o.recipes_file.empty() && !o.no_recipes) file_recipes = load_recipes_file(o.recipes_file, engine);
+  const RecipeSet* recipes = o.no_recipes ? nullptr : file_recipes ? &*file_recipes : &builtin_recipes();
+
+  const std::string program = o.llama_server.empty() ? default_llama_server() : o.llama_server;
+  if (!o.dry_run && access(program.c_str(), X_OK) != 0)
+    throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
+  const std::string device = o.dry_run ? planned_device(o.device) : resolve_device(o.device, program);
+
+  std::vector<Engine> engines;
+  auto add_engine = [&](const std::string& label, const std::string& path, const ModelFacts& facts,
+                        const ModelFacts* draft_facts) {
+    Engine e;
+    e.label = label;
+    e.model = path;
+    e.port = pick_free_port("127.0.0.1");
+    LaunchInputs in;
+    in.options = &o;
+    in.model_path = path;
+    in.model = &facts;
+    in.drafter = draft_facts;
+    in.program = program;
+    in.device = device;
+    in.port = e.port;
+    in.recipes = recipes;
+    in.environment = current_environment();
+    e.plan = plan_launch(in, engine);
+    engines.push_back(std::move(e));
+  };
+  add_engine("main", model_path, model, drafter ? &*drafter : nullptr);
+  if (long_model) add_engine("long", o.long_model, *long_model, drafter ? &*drafter : nullptr);
+
+  for (const Engine& e : engines)
+    for (const auto& line : e.plan.recipe_lines()) std::cerr << line << "\n";
+  if (o.dry_run) {
+    for (const Engine& e : engines) std::cout << e.plan.command_line() << "\n";
+    return 0;
+  }
+
+  // Signals are taken synchronously by this thread; every thread started from here on inherits
+  // the block, so SIGINT/SIGTERM never interrupt the proxy's threads.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  ProxyConfig pc;
+  pc.api_key = o.api_key;
+  pc.max_body_bytes = static_cast<uint64_t>(o.max_body_mb) << 20;
+  std::vector<Backend> backends;
+  for (const Engine& e : engines) backends.push_back({e.label, e.port});
+  std::shared_ptr<LongRouter> router;
+  if (long_model) router = std::make_shared<LongRouter>(engines[0].port, o.long_from);
+  Proxy proxy(pc, backends,
+              router ? Router([router](const RequestHead& r, const std::string& b) { return router->route(r, b); })
+                     : Router());
+  proxy.listen(o.host, o.port);
+  proxy.start();
+
+  for (Engine& e : engines)
+    e.child = ChildProcess::start({e.plan.program, e.plan.args, e.plan.env_added, o.engine_log, o.verbose});
+  std::cerr << "1bit serve: loading " << model_path << " on " << device << ", listening on http://" << o.host << ":"
+            << proxy.port() << "\n";
+
+  auto shutdown = [&](int code) {
+    proxy.stop();
+    for (Engine& e : engines) e.child->stop();
+    return code;
+  };
+  try {
+    if (!wait_until_ready(engines, o.load_timeout_s, signals)) {
+      std::cerr << "1bit serve: stopping\n";
+      return shutdown(0);
+    }
+  } catch (const Error&) {
+    shutdown(1);
+    throw;
+  }
+  proxy.set_ready(true);
+  std::cerr << "1bit serve: ready on http://" << o.host << ":" << proxy.port() << "\n";
+
+  while (true) {
+    timespec ts{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kHealthPoll).count()};
+    if (sigtimedwait(&signals, nullptr, &ts) > 0) {
+      std::cerr << "1bit serve: stopping\n";
+      return shutdown(0);
+    }
+    for (Engine& e : engines) {
+      if (!e.child->running()) {
+        std::string msg = died_message(e, "while serving");
+        shutdown(1);
+        throw Error(msg);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+  try {
+    ServeOptions o = parse_serve_options(args);
+    if (o.help) {
+      std::cout << serve_usage();
+      return 0;
+    }
+    return serve(o);
+  } catch (const Error& e) {
+    std::cerr << "1bit serve: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace onebit

@@ -1,0 +1,48 @@
+// The options of `1bit serve`, parsed and checked on their own (no files opened yet).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace onebit {
+
+struct ServeOptions {
+  std::string model;  // -m; empty: the default model
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string device = "auto";  // auto, cpu, cuda
+  std::optional<int64_t> ctx_size;
+  std::string flash_attn;  // "", on, off, auto
+  std::optional<int64_t> parallel;
+  std::string draft;   // a plain small drafter
+  std::string dflash;  // a dflash drafter
+  bool mtp = false;
+  std::optional<int64_t> draft_max;
+  std::string draft_p_min;  // kept as typed, checked to be in [0, 1]
+  std::string recipes_file;
+  bool no_recipes = false;
+  bool dry_run = false;
+  std::string llama_server;  // --llama-server or ONEBIT_LLAMA_SERVER
+  double load_timeout_s = 600;
+  std::string api_key;  // --api-key or ONEBIT_API_KEY
+  std::string long_model;
+  int64_t long_from = 2048;
+  std::string engine_log;
+  int64_t max_body_mb = 64;
+  bool verbose = false;
+  std::vector<std::string> engine_args;  // after "--"
+  bool help = false;
+
+  // "none", "draft", "dflash" or "mtp".
+  std::string drafter_kind() const;
+};
+
+// Parses serve's arguments (after "serve"); environment fallbacks come from getenv. Throws Error
+// for unknown options, bad values and conflicting drafter options.
+ServeOptions parse_serve_options(const std::vector<std::string>& args);
+
+std::string serve_usage();
+
+}  // namespace onebit

@@ -1,0 +1,68 @@
+#include "test_support.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "ggml.h"
+#include "gguf.h"
+
+namespace onebit::testing {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/1bit-test-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv) {
+  gguf_context* g = gguf_init_empty();
+  for (const auto& [key, value] : kv) {
+    const char* k = key.c_str();
+    if (auto s = std::get_if<std::string>(&value)) gguf_set_val_str(g, k, s->c_str());
+    else if (auto u = std::get_if<uint32_t>(&value)) gguf_set_val_u32(g, k, *u);
+    else if (auto i = std::get_if<int32_t>(&value)) gguf_set_val_i32(g, k, *i);
+    else if (auto u64 = std::get_if<uint64_t>(&value)) gguf_set_val_u64(g, k, *u64);
+    else if (auto f = std::get_if<float>(&value)) gguf_set_val_f32(g, k, *f);
+    else if (auto b = std::get_if<bool>(&value)) gguf_set_val_bool(g, k, *b);
+  }
+  ggml_init_params ip{ggml_tensor_overhead() * 2, nullptr, true};
+  ggml_context* meta = ggml_init(ip);
+  ggml_tensor* t = ggml_new_tensor_1d(meta, GGML_TYPE_F32, 8);
+  ggml_set_name(t, "token_embd.weight");
+  gguf_add_tensor(g, t);
+  bool ok = gguf_write_to_file(g, path.c_str(), /*only_meta=*/true);
+  ggml_free(meta);
+  gguf_free(g);
+  if (!ok) throw std::runtime_error("cannot write " + path);
+  std::ofstream(path, std::ios::app | std::ios::binary) << std::string(32, '\0');
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string onebit_binary() { return ONEBIT_TEST_BIN_DIR "/1bit"; }
+std::string llama_server_binary() { return ONEBIT_TEST_BIN_DIR "/llama-server"; }
+std::string fake_backend_binary() { return ONEBIT_TEST_BIN_DIR "/fake_llama_server"; }
+std::string vocab_dir() { return ONEBIT_TEST_VOCAB_DIR; }
+std::string source_dir() { return ONEBIT_TEST_SOURCE_DIR; }
+
+}  // namespace onebit::testing

@@ -1,0 +1,40 @@
+// Helpers shared by the tests: scratch directories, small GGUF files with chosen metadata, and
+// paths of the things the build made.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace onebit::testing {
+
+// A fresh directory under $TMPDIR, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+using KvValue = std::variant<std::string, uint32_t, int32_t, uint64_t, float, bool>;
+
+// Writes a GGUF holding only the given metadata (and one tiny tensor), for facts tests.
+void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv);
+void write_file(const std::string& path, const std::string& bytes);
+std::string read_file(const std::string& path);
+
+// Paths baked in by tests/CMakeLists.txt.
+std::string onebit_binary();       // build/bin/1bit
+std::string llama_server_binary(); // build/bin/llama-server
+std::string fake_backend_binary(); // the fake llama-server for argv/env checks
+std::string vocab_dir();           // the engine's models/ with ggml-vocab-*.gguf
+std::string source_dir();          // the checkout
+
+}  // namespace onebit::testing
