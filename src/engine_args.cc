@@ -39,7 +39,7 @@ size_t count_values(std::string_view hint) {
 std::string option_head(const std::string& line) {
   std::string head;
   for (size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == ',') {  // spellings are separated by ", " plus padding
+    if (line[i] == ',' && i + 1 < line.size() && line[i + 1] == ' ') {  // ", " plus padding separates spellings
       head += ", ";
       while (i + 1 < line.size() && line[i + 1] == ' ') ++i;
       continue;
