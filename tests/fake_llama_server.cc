@@ -1,0 +1,183 @@
+// A stand-in for llama-server in serve's tests: it records the argv and environment it was
+// started with and behaves as the environment says (slow load, death during load, a stream of
+// timed chunks), so the tests can check what serve does around the engine. Built on cpp-httplib,
+// an HTTP implementation independent of 1bit's own.
+//
+//   FAKE_RECORD=FILE          write {"pid", "argv", "env"} as JSON at start
+//   FAKE_EVENTS=FILE          append one line per event ("cancelled", "request POST /x")
+//   FAKE_LOAD_MS=N            /health answers 503 for N ms
+//   FAKE_EXIT_DURING_LOAD=C   print some log lines, then exit with code C while loading
+//   FAKE_EXIT_AFTER_MS=N      exit with code 7 N ms after start
+//   FAKE_CHUNKS=N, FAKE_CHUNK_MS=M   a stream is N chunks M ms apart (default 5, 50)
+//   FAKE_DEVICES="A;B"        what --list-devices prints
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+std::mutex g_events_mu;
+void event(const std::string& line) {
+  const char* path = std::getenv("FAKE_EVENTS");
+  if (!path) return;
+  std::lock_guard<std::mutex> lock(g_events_mu);
+  std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+std::string arg_after(int argc, char** argv, const std::string& flag, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == flag) return argv[i + 1];
+  return fallback;
+}
+
+json timings(int n) {
+  return {{"prompt_n", 3}, {"prompt_ms", 1.0}, {"prompt_per_second", 3000.0}, {"predicted_n", n},
+          {"predicted_ms", 10.0 * n}, {"predicted_per_second", 100.0}, {"draft_n", 0}, {"draft_n_accepted", 0}};
+}
+
+size_t word_count(const std::string& s) {
+  std::istringstream in(s);
+  size_t n = 0;
+  std::string w;
+  while (in >> w) ++n;
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--list-devices") {
+      std::cout << "Available devices:\n";
+      std::string devices = std::getenv("FAKE_DEVICES") ? std::getenv("FAKE_DEVICES") : "";
+      if (devices.empty()) std::cout << "  (none)\n";
+      std::istringstream in(devices);
+      for (std::string d; std::getline(in, d, ';');) std::cout << "  " << d << "\n";
+      return 0;
+    }
+  }
+  if (const char* path = std::getenv("FAKE_RECORD")) {
+    json env = json::object();
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    std::ofstream(std::string(path) + ".tmp") << json{{"pid", getpid()}, {"argv", std::vector<std::string>(argv, argv + argc)}, {"env", env}}.dump();
+    std::rename((std::string(path) + ".tmp").c_str(), path);
+  }
+  std::cerr << "fake: starting, pid " << getpid() << std::endl;
+  if (int code = env_int("FAKE_EXIT_DURING_LOAD", 0)) {
+    std::cerr << "fake: loading tensors" << std::endl;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::cerr << "fake: failed to allocate 12345 MiB" << std::endl;
+    return code;
+  }
+  if (int ms = env_int("FAKE_EXIT_AFTER_MS", 0)) {
+    std::thread([ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      std::cerr << "fake: crashing on purpose" << std::endl;
+      _exit(7);
+    }).detach();
+  }
+
+  const std::string model = arg_after(argc, argv, "-m", "?");
+  const int port = std::atoi(arg_after(argc, argv, "--port", "8080").c_str());
+  const auto started = Clock::now();
+  const auto load = std::chrono::milliseconds(env_int("FAKE_LOAD_MS", 0));
+  const int chunks = env_int("FAKE_CHUNKS", 5);
+  const int chunk_ms = env_int("FAKE_CHUNK_MS", 50);
+
+  httplib::Server srv;
+  srv.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  srv.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response&) {
+    event("request " + req.method + " " + req.path);
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    if (Clock::now() - started < load) {
+      res.status = 503;
+      res.set_content(R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})", "application/json");
+      return;
+    }
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  srv.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(json{{"object", "list"}, {"data", {{{"id", model}, {"object", "model"}}}}}.dump(), "application/json");
+  });
+  auto completion = [&](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, false);
+    json seen = {{"authorization", req.get_header_value("Authorization")}, {"host", req.get_header_value("Host")},
+                 {"body_bytes", req.body.size()}};
+    if (body.is_object() && body.value("stream", false)) {
+      res.set_chunked_content_provider("text/event-stream", [&, seen](size_t, httplib::DataSink& sink) {
+        for (int i = 0; i < chunks; ++i) {
+          json c = {{"model", model}, {"index", i}, {"choices", {{{"delta", {{"content", "t" + std::to_string(i)}}}}}}};
+          if (i == chunks - 1) c["timings"] = timings(chunks);
+          std::string line = "data: " + c.dump() + "\n\n";
+          if (!sink.write(line.data(), line.size())) {
+            event("cancelled at chunk " + std::to_string(i));
+            return false;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(chunk_ms));
+        }
+        std::string done = "data: [DONE]\n\n";
+        if (!sink.write(done.data(), done.size())) {
+          event("cancelled at done");
+          return false;
+        }
+        sink.done();
+        return true;
+      });
+      return;
+    }
+    json out = {{"model", model}, {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", "fake"}}}}}},
+                {"timings", timings(4)}, {"seen", seen}};
+    res.set_content(out.dump(), "application/json");
+  };
+  srv.Post("/v1/chat/completions", completion);
+  srv.Post("/v1/completions", completion);
+  srv.Post("/apply-template", [](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, false);
+    std::string prompt;
+    if (body.is_object() && body.contains("messages"))
+      for (const auto& m : body["messages"]) prompt += m.value("content", "") + " ";
+    res.set_content(json{{"prompt", prompt}}.dump(), "application/json");
+  });
+  srv.Post("/tokenize", [](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, false);
+    std::string content = body.is_object() && body["content"].is_string() ? body["content"].get<std::string>() : "";
+    res.set_content(json{{"tokens", std::vector<int>(word_count(content), 1)}}.dump(), "application/json");
+  });
+  srv.Post("/echo", [](const httplib::Request& req, httplib::Response& res) { res.set_content(req.body, "application/octet-stream"); });
+
+  signal(SIGPIPE, SIG_IGN);
+  if (!srv.bind_to_port("127.0.0.1", port)) {
+    std::cerr << "fake: cannot bind port " << port << std::endl;
+    return 1;
+  }
+  std::cerr << "fake: listening on " << port << std::endl;
+  srv.listen_after_bind();
+  return 0;
+}
