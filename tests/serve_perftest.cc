@@ -1,0 +1,220 @@
+// What the proxy costs: `1bit serve` against the engine it started, in the same run, on the same
+// engine instance (its private port is read from the child's command line). Prints numbers; it
+// asserts nothing, since timings belong in docs/results.md, not in a pass/fail test.
+//
+//   serve_perftest [--requests N] [--seconds S] [--clients C] [--model FILE]
+//
+// 1. added latency: N small requests (GET /health, POST /tokenize) on a kept-alive connection,
+//    alternating direct and proxied; medians and p99.
+// 2. streaming time to first byte: N/10 streamed chat completions, alternating; medians.
+// 3. throughput: C concurrent kept-alive clients for S seconds each way, twice, alternating
+//    direct/proxied; short completions (max_tokens 4) and /health.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "http_conn.h"
+#include "net.h"
+#include "subprocess.h"
+#include "synth.h"
+#include "test_support.h"
+
+namespace onebit::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// A kept-alive client connection.
+class Client {
+ public:
+  explicit Client(int port) : port_(port), conn_(connect_tcp("127.0.0.1", port, 2000)) {}
+
+  // Sends a request; returns ms until the response head arrived (`ttfb`) and until it ended.
+  bool request(const std::string& method, const std::string& path, const std::string& body, double* ttfb, double* total,
+               bool first_event = false) {
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    req += "\r\n" + body;
+    auto t0 = Clock::now();
+    if (!write_all(conn_.fd(), req)) return false;
+    std::string head, resp;
+    if (conn_.read_head(head, 60000) != ReadStatus::kOk) return false;
+    ResponseHead h = parse_response_head(head);
+    BodyFraming f = response_framing(h, method);
+    if (first_event) {
+      // Time to the first SSE event: the first body bytes that carry data.
+      while (conn_.buffer().find("data: ") == std::string::npos)
+        if (!conn_.fill(60000)) return false;
+    }
+    if (ttfb) *ttfb = ms_since(t0);
+    if (conn_.read_body(f, 1 << 30, resp, 60000) != ReadStatus::kOk) return false;
+    if (total) *total = ms_since(t0);
+    return h.status == 200;
+  }
+
+ private:
+  int port_;
+  HttpConn conn_;
+};
+
+struct Pair {
+  std::vector<double> direct, proxied;
+};
+
+void print_latency(const char* what, const Pair& p, double quantile) {
+  double d = percentile(p.direct, quantile), s = percentile(p.proxied, quantile);
+  std::printf("  %-34s direct %8.3f ms   serve %8.3f ms   added %+7.3f ms\n", what, d, s, s - d);
+}
+
+double throughput(int port, int clients, double seconds, const std::string& method, const std::string& path,
+                  const std::string& body, int64_t* errors) {
+  std::atomic<int64_t> done{0}, failed{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  auto t0 = Clock::now();
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back([&] {
+      Client c(port);
+      while (!stop) {
+        if (c.request(method, path, body, nullptr, nullptr)) ++done;
+        else {
+          ++failed;
+          c = Client(port);
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  *errors += failed;
+  return static_cast<double>(done) / (ms_since(t0) / 1000.0);
+}
+
+int engine_port_of(pid_t serve) {
+  auto kids = child_pids(serve);
+  if (kids.size() != 1) return -1;
+  std::ifstream in("/proc/" + std::to_string(kids[0]) + "/cmdline");
+  std::string arg, prev;
+  while (std::getline(in, arg, '\0')) {
+    if (prev == "--port") return std::atoi(arg.c_str());
+    prev = arg;
+  }
+  return -1;
+}
+
+int perftest(int argc, char** argv) {
+  int requests = 2000, clients = 32;
+  double seconds = 5;
+  std::string model;
+  std::vector<CliOption> table = {
+      {{"--requests"}, "N", "small requests per side", [&](const std::string& v) { requests = static_cast<int>(parse_int_option("--requests", v, 10, 1000000)); }},
+      {{"--seconds"}, "S", "seconds per throughput run", [&](const std::string& v) { seconds = parse_double_option("--seconds", v, 0.5, 3600); }},
+      {{"--clients"}, "C", "concurrent clients", [&](const std::string& v) { clients = static_cast<int>(parse_int_option("--clients", v, 1, 1024)); }},
+      {{"--model"}, "FILE", "model to serve (default: a synth tiny-llama)", [&](const std::string& v) { model = v; }},
+  };
+  parse_cli(table, std::vector<std::string>(argv + 1, argv + argc));
+  TempDir dir;
+  if (model.empty()) {
+    model = dir.file("tiny.gguf");
+    SynthOptions o;
+    o.vocab_dir = vocab_dir();
+    write_synth_model(*find_synth_shape("tiny-llama"), o, model);
+  }
+  // Parallel slots for the concurrent runs; the same engine serves both sides.
+  Subprocess serve({onebit_binary(), "serve", "-m", model, "--port", "0", "-np", "8", "-c", "8192"}, {}, dir.path());
+  if (!serve.wait_for_stderr("ready on http://127.0.0.1:", std::chrono::seconds(120))) {
+    std::cerr << serve.err();
+    return 1;
+  }
+  std::string err = serve.err();
+  const int proxied = std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
+  const int direct = engine_port_of(serve.pid());
+  if (direct <= 0) {
+    std::cerr << "cannot find the engine's port\n";
+    return 1;
+  }
+  std::printf("serve_perftest: model %s, serve :%d, engine :%d, %u cores\n", model.c_str(), proxied, direct,
+              std::thread::hardware_concurrency());
+
+  const std::string tokenize = R"({"content": "The quick brown fox jumps over the lazy dog."})";
+  const std::string chat_stream =
+      R"({"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16, "temperature": 0, "stream": true})";
+  const std::string completion = R"({"prompt": "def f(x):", "max_tokens": 4, "temperature": 0})";
+
+  Client cd(direct), cp(proxied);
+  Pair health, tok, ttfb;
+  for (int i = 0; i < requests / 10; ++i) {  // warm-up
+    cd.request("GET", "/health", "", nullptr, nullptr);
+    cp.request("GET", "/health", "", nullptr, nullptr);
+  }
+  for (int i = 0; i < requests; ++i) {
+    double t;
+    cd.request("GET", "/health", "", nullptr, &t), health.direct.push_back(t);
+    cp.request("GET", "/health", "", nullptr, &t), health.proxied.push_back(t);
+    cd.request("POST", "/tokenize", tokenize, nullptr, &t), tok.direct.push_back(t);
+    cp.request("POST", "/tokenize", tokenize, nullptr, &t), tok.proxied.push_back(t);
+  }
+  for (int i = 0; i < std::max(20, requests / 10); ++i) {
+    double t;
+    cd.request("POST", "/v1/chat/completions", chat_stream, &t, nullptr, true), ttfb.direct.push_back(t);
+    cp.request("POST", "/v1/chat/completions", chat_stream, &t, nullptr, true), ttfb.proxied.push_back(t);
+  }
+  std::printf("\nlatency, kept-alive connection, %d requests each (median; p99):\n", requests);
+  print_latency("GET /health median", health, 0.5);
+  print_latency("GET /health p99", health, 0.99);
+  print_latency("POST /tokenize median", tok, 0.5);
+  print_latency("POST /tokenize p99", tok, 0.99);
+  std::printf("\nstreaming time to first event, %zu streamed chats each:\n", ttfb.direct.size());
+  print_latency("first SSE event median", ttfb, 0.5);
+
+  std::printf("\nthroughput, %d concurrent kept-alive clients, %.1f s per run, runs alternate:\n", clients, seconds);
+  for (const auto& [label, method, path, body] :
+       std::vector<std::tuple<const char*, const char*, const char*, std::string>>{
+           {"completion max_tokens 4", "POST", "/v1/completions", completion}, {"GET /health", "GET", "/health", ""}}) {
+    double d = 0, s = 0;
+    int64_t direct_errors = 0, serve_errors = 0;
+    for (int round = 0; round < 2; ++round) {
+      d += throughput(direct, clients, seconds, method, path, body, &direct_errors);
+      s += throughput(proxied, clients, seconds, method, path, body, &serve_errors);
+    }
+    std::printf("  %-26s direct %9.1f req/s   serve %9.1f req/s   ratio %6.1f%%   failed requests %lld / %lld\n",
+                label, d / 2, s / 2, 100.0 * s / d, static_cast<long long>(direct_errors),
+                static_cast<long long>(serve_errors));
+  }
+  serve.signal(SIGTERM);
+  serve.wait(std::chrono::seconds(20));
+  return 0;
+}
+
+}  // namespace
+}  // namespace onebit::testing
+
+int main(int argc, char** argv) {
+  try {
+    return onebit::testing::perftest(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "serve_perftest: " << e.what() << "\n";
+    return 1;
+  }
+}
