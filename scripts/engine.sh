@@ -126,7 +126,8 @@ esac
 key=$(cache_key)
 root=$cache/engine/$key
 prefix=$root/prefix
-if [ -f "$prefix/.complete" ]; then echo "$prefix"; exit 0; fi
+# .complete's time says when an entry was last used; the oldest go once there are more than 4.
+if [ -f "$prefix/.complete" ]; then touch "$prefix/.complete"; echo "$prefix"; exit 0; fi
 
 mkdir -p "$root"
 exec 9>"$root/.lock"
@@ -167,4 +168,9 @@ ln -sfn "$root/src" "$prefix/src"
 } >"$prefix/engine.json"
 touch "$prefix/.complete"
 log "engine ready in $prefix"
+ls -1dt "$cache"/engine/*/prefix/.complete 2>/dev/null | tail -n +5 | while IFS= read -r old; do
+  old=${old%/prefix/.complete}
+  log "removing the unused engine build $old"
+  rm -rf "$old"
+done
 echo "$prefix"

@@ -169,6 +169,9 @@ ResponseHead parse_response_head(std::string_view head) {
   if (line.size() > 12) {
     if (line[12] != ' ') throw HttpError(502, "malformed status line");
     r.reason = line.substr(13);
+    // The reason is relayed to the client: no control byte may smuggle a header line through.
+    for (char c : r.reason)
+      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) throw HttpError(502, "control character in status line");
   }
   r.headers = parse_headers(lines);
   return r;

@@ -70,6 +70,8 @@ TEST(Http, ParsesAResponseHeadAndItsFraming) {
   r = parse_response_head("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
   EXPECT_EQ(response_framing(r, "GET").kind, BodyKind::kNone);
   EXPECT_THROW(parse_response_head("HTTP/1.1 2x0 OK\r\n\r\n"), HttpError);
+  EXPECT_THROW(parse_response_head(std::string("HTTP/1.1 200 OK\rX-Injected: 1\r\n\r\n")), HttpError);
+  EXPECT_THROW(parse_response_head(std::string("HTTP/1.1 200 O\0K\r\n\r\n", 21)), HttpError);
 }
 
 TEST(Http, DecodesChunkedBodiesInAnyPieces) {
