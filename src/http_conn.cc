@@ -6,8 +6,9 @@
 
 namespace onebit {
 
-bool HttpConn::fill(int timeout_ms) {
-  if (!wait_readable(fd_.get(), timeout_ms)) return false;
+bool HttpConn::fill(int timeout_ms) { return wait_readable(fd_.get(), timeout_ms) && receive(); }
+
+bool HttpConn::receive() {
   char tmp[16384];
   ssize_t n;
   do n = ::recv(fd_.get(), tmp, sizeof(tmp), 0);
@@ -30,7 +31,7 @@ ReadStatus HttpConn::read_head(std::string& head, int timeout_ms) {
     }
     bool had_bytes = !buf_.empty();
     if (!wait_readable(fd_.get(), timeout_ms)) return had_bytes ? ReadStatus::kTimeout : ReadStatus::kClosed;
-    if (!fill(0)) {
+    if (!receive()) {
       if (had_bytes) throw HttpError(400, "connection closed inside the request head");
       return ReadStatus::kClosed;
     }

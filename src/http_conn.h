@@ -25,8 +25,12 @@ class HttpConn {
   // Reads a whole body per `framing` into `body`, decoding chunked transfer. kTooLarge as soon as
   // the payload would pass `limit` (the rest is not read).
   ReadStatus read_body(const BodyFraming& framing, uint64_t limit, std::string& body, int timeout_ms);
-  // Reads more bytes into the buffer; false on EOF, error or timeout.
+  // Waits up to `timeout_ms` for bytes and reads them into the buffer; false on EOF, error or
+  // timeout.
   bool fill(int timeout_ms);
+  // Reads what has arrived, for a caller that already saw the socket readable (one system call
+  // less than fill on the proxy's hot path); false on EOF or error.
+  bool receive();
 
  private:
   Fd fd_;

@@ -203,7 +203,7 @@ class Session {
       }
       Wait w = wait_upstream(conn.fd(), client_.fd(), -1);
       if (w != Wait::kUpstream) return w;
-      if (!conn.fill(0)) return Wait::kUpstream;
+      if (!conn.receive()) return Wait::kUpstream;
     }
   }
 
@@ -245,7 +245,7 @@ class Session {
       if (done) return true;
       Wait w = wait_upstream(conn.fd(), client_.fd(), -1);
       if (w != Wait::kUpstream) return false;
-      if (!conn.fill(0)) return framing.kind == BodyKind::kUntilClose;
+      if (!conn.receive()) return framing.kind == BodyKind::kUntilClose;
     }
   }
 
