@@ -1,5 +1,6 @@
 #include "synth.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -189,10 +190,10 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
     gguf_add_tensor(g.get(), x);
   }
 
-  if (!gguf_write_to_file(g.get(), out.c_str(), /*only_meta=*/true)) throw Error(out + ": cannot write");
-  FILE* f = std::fopen(out.c_str(), "r+b");
-  if (f == nullptr) throw Error(out + ": cannot reopen for writing");
+  FILE* f = std::fopen(out.c_str(), "w+b");
+  if (f == nullptr) throw Error(out + ": cannot write: " + std::strerror(errno));
   std::unique_ptr<FILE, int (*)(FILE*)> closer(f, std::fclose);
+  if (!gguf_write_to_file_ptr(g.get(), f, /*only_meta=*/true)) throw Error(out + ": write failed");
   const size_t data_offset = gguf_get_meta_size(g.get());
 
   uint64_t total = 0, written = 0;

@@ -1,0 +1,108 @@
+// The small commands as a user runs them: facts (text and JSON, recipe verdicts, errors), synth
+// (a model that facts can read back), help and version.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+#include "test_support.h"
+
+namespace onebit::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
+  TempDir dir;
+  write_gguf(dir.file("moe.gguf"), {{"general.architecture", std::string("qwen3moe")},
+                                    {"general.file_type", uint32_t{2}},
+                                    {"qwen3moe.expert_count", uint32_t{64}},
+                                    {"qwen3moe.context_length", uint32_t{32768}}});
+  write_file(dir.file("r.json"), R"({"recipes": [
+    {"id": "moe-cuda", "match": {"moe": true, "device": ["cuda"]}, "args": ["-ub", "1024"], "measured": "m"},
+    {"id": "dense-only", "match": {"moe": false}, "args": ["-b", "256"], "measured": "m"}]})");
+  RunResult text = run({onebit_binary(), "facts", dir.file("moe.gguf"), "--recipes", dir.file("r.json")});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("architecture    qwen3moe\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("file type       Q4_0 (2)\n"), std::string::npos);
+  EXPECT_NE(text.out.find("moe             yes (64 experts)\n"), std::string::npos);
+  EXPECT_NE(text.out.find("context length  32768\n"), std::string::npos);
+  EXPECT_NE(text.out.find("  moe-cuda: applies on device cuda\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  dense-only: does not apply: needs a dense model\n"), std::string::npos) << text.out;
+
+  RunResult j = run({onebit_binary(), "facts", dir.file("moe.gguf"), "--json", "--recipes", dir.file("r.json")});
+  ASSERT_EQ(j.code, 0) << j.err;
+  json f = json::parse(j.out);
+  EXPECT_EQ(f["architecture"], "qwen3moe");
+  EXPECT_EQ(f["moe"], true);
+  EXPECT_EQ(f["expert_count"], 64);
+  EXPECT_EQ(f["file_type_name"], "Q4_0");
+  EXPECT_EQ(f["hadamard_q4_0"], false);
+  EXPECT_EQ(f["recipes"][0]["applies"], true);
+  EXPECT_EQ(f["recipes"][0]["devices"], json({"cuda"}));
+  EXPECT_EQ(f["recipes"][1]["applies"], false);
+  EXPECT_EQ(f["recipes"][1]["reason"], "needs a dense model");
+
+  RunResult builtin = run({onebit_binary(), "facts", dir.file("moe.gguf")});
+  EXPECT_NE(builtin.out.find("recipes (built-in recipes)"), std::string::npos);
+}
+
+TEST(FactsCommand, BadInput) {
+  TempDir dir;
+  write_file(dir.file("x.gguf"), "nope");
+  RunResult r = run({onebit_binary(), "facts", dir.file("x.gguf")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "1bit facts: " + dir.file("x.gguf") + ": not a GGUF file (no GGUF magic at the start)\n");
+  EXPECT_EQ(r.out, "");
+  RunResult none = run({onebit_binary(), "facts"});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_EQ(none.err, "1bit facts: expected one MODEL file (see 1bit facts --help)\n");
+}
+
+TEST(SynthCommand, WritesAModelFactsCanRead) {
+  TempDir dir;
+  RunResult r = run({onebit_binary(), "synth", "--like", "tiny-qwen3", "--type", "q8_0", "-o", dir.file("q.gguf")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("100%"), std::string::npos);
+  RunResult f = run({onebit_binary(), "facts", dir.file("q.gguf"), "--json"});
+  ASSERT_EQ(f.code, 0) << f.err;
+  json j = json::parse(f.out);
+  EXPECT_EQ(j["architecture"], "qwen3");
+  EXPECT_EQ(j["file_type_name"], "Q8_0");
+  EXPECT_EQ(j["context_length"], 4096);
+  // Same seed, same bytes; another seed, other bytes.
+  run({onebit_binary(), "synth", "--like", "tiny-qwen3", "--type", "q8_0", "-o", dir.file("q2.gguf")});
+  run({onebit_binary(), "synth", "--like", "tiny-qwen3", "--type", "q8_0", "--seed", "7", "-o", dir.file("q3.gguf")});
+  EXPECT_EQ(read_file(dir.file("q.gguf")), read_file(dir.file("q2.gguf")));
+  EXPECT_NE(read_file(dir.file("q.gguf")), read_file(dir.file("q3.gguf")));
+}
+
+TEST(SynthCommand, BadInput) {
+  TempDir dir;
+  RunResult shape = run({onebit_binary(), "synth", "--like", "gpt-5", "-o", dir.file("x.gguf")});
+  EXPECT_EQ(shape.code, 1);
+  EXPECT_EQ(shape.err, "1bit synth: --like: unknown shape \"gpt-5\" (see 1bit synth --help)\n");
+  RunResult type = run({onebit_binary(), "synth", "--like", "tiny-llama", "--type", "q2_k", "-o", dir.file("x.gguf")});
+  EXPECT_EQ(type.code, 1);
+  EXPECT_EQ(type.err, "1bit synth: unknown weight type \"q2_k\" (known: f32, f16, q8_0, q4_0)\n");
+  RunResult out = run({onebit_binary(), "synth", "--like", "tiny-llama", "-o", dir.file("no/such/dir/x.gguf")});
+  EXPECT_EQ(out.code, 1);
+  EXPECT_EQ(out.err, "1bit synth: " + dir.file("no/such/dir/x.gguf") + ": cannot write: No such file or directory\n");
+}
+
+TEST(Dispatcher, HelpAndVersion) {
+  RunResult help = run({onebit_binary(), "--help"});
+  EXPECT_EQ(help.code, 0);
+  for (const char* s : {"serve", "facts", "synth", "--long-from", "--recipes FILE", "ONEBIT_API_KEY"})
+    EXPECT_NE(help.out.find(s), std::string::npos) << s;
+  RunResult serve_help = run({onebit_binary(), "help", "serve"});
+  EXPECT_EQ(serve_help.code, 0);
+  EXPECT_EQ(serve_help.out.rfind("usage: 1bit serve", 0), 0u);
+  RunResult version = run({onebit_binary(), "version"});
+  EXPECT_NE(version.out.find("engine llama.cpp 80fb11ac73e66d89eae2c6a91d8a77428fa733ed"), std::string::npos);
+  RunResult bad = run({onebit_binary(), "serv"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "1bit: unknown command \"serv\" (see 1bit --help)\n");
+}
+
+}  // namespace
+}  // namespace onebit::testing
