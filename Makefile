@@ -9,11 +9,12 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CUDA ?=
 ARGS ?=
+REQUIRE_TESTS ?= OFF
 
 ENGINE_FLAGS := $(if $(filter 1 ON on yes,$(CUDA)),--cuda,)
 CXX_COMPILER := $(shell command -v clang++ 2>/dev/null || command -v c++)
 
-.PHONY: build serve test clean setup setup-tests
+.PHONY: build build-tests serve test clean setup setup-tests
 
 setup:
 	@scripts/setup.sh
@@ -25,20 +26,20 @@ build: setup
 	@$(MAKE) --no-print-directory compile
 
 build-tests: setup-tests
-	@$(MAKE) --no-print-directory compile
+	@$(MAKE) --no-print-directory compile REQUIRE_TESTS=ON
 
 .PHONY: compile
 compile:
 	@prefix=$$(scripts/engine.sh $(ENGINE_FLAGS)) && \
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=$(CXX_COMPILER) \
-	      -DONEBIT_ENGINE_PREFIX="$$prefix" >/dev/null && \
+	      -DONEBIT_ENGINE_PREFIX="$$prefix" -DONEBIT_REQUIRE_TESTS=$(REQUIRE_TESTS) >/dev/null && \
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 serve: build
 	$(BUILD_DIR)/bin/1bit serve $(ARGS)
 
 test: build-tests
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $(JOBS)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -17,6 +17,7 @@
 #                        or an unpacked node-llama-cpp package; otherwise npm fetches the package
 #   ONEBIT_CACHE_DIR     cache root (default ${XDG_CACHE_HOME:-~/.cache}/1bit)
 #   ONEBIT_PATCH_DIR     the patch queue (default patches/llama.cpp beside this script)
+#   ONEBIT_ENGINE_UI     0: build the engine without its web UI (default: with it, when npm exists)
 #   JOBS                 parallel build jobs (default: all cores)
 set -euo pipefail
 
@@ -45,8 +46,12 @@ done
 patches() { [ -d "$patch_dir" ] && find "$patch_dir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort; true; }
 
 cmake_options() {
+  # The web UI is built from its sources with npm where npm is at hand (never downloaded
+  # prebuilt); without npm (the GPU box) the engine has no UI.
+  local ui=OFF
+  [ "${ONEBIT_ENGINE_UI:-1}" != 0 ] && command -v npm >/dev/null 2>&1 && ui=ON
   local o=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON -DGGML_NATIVE=ON
-           -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+           -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=$ui -DLLAMA_USE_PREBUILT_UI=OFF
            -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF)
   if [ $cuda = 1 ]; then
     local archs=90 cap
@@ -64,6 +69,7 @@ cache_key() {
     echo "commit $COMMIT"
     cmake_options
     echo "machine $(uname -m) $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sha256sum | cut -c1-16)"
+    echo "compilers $({ cc --version; c++ --version; [ $cuda = 1 ] && nvcc --version; } 2>/dev/null | sha256sum | cut -c1-16)"
     echo "script $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-64)"
     local p
     while IFS= read -r p; do [ -n "$p" ] && echo "patch $(basename "$p") $(sha256sum < "$p" | cut -c1-64)"; done < <(patches)
@@ -126,7 +132,7 @@ esac
 key=$(cache_key)
 root=$cache/engine/$key
 prefix=$root/prefix
-# .complete's time says when an entry was last used; the oldest go once there are more than 4.
+# .complete's time says when an entry was last used.
 if [ -f "$prefix/.complete" ]; then touch "$prefix/.complete"; echo "$prefix"; exit 0; fi
 
 mkdir -p "$root"
@@ -168,9 +174,10 @@ ln -sfn "$root/src" "$prefix/src"
 } >"$prefix/engine.json"
 touch "$prefix/.complete"
 log "engine ready in $prefix"
-ls -1dt "$cache"/engine/*/prefix/.complete 2>/dev/null | tail -n +5 | while IFS= read -r old; do
+# Builds nobody used for 30 days go (a checkout still pointing at one rebuilds it on its next make).
+find "$cache"/engine -mindepth 3 -maxdepth 3 -path '*/prefix/.complete' -mtime +30 2>/dev/null | while IFS= read -r old; do
   old=${old%/prefix/.complete}
-  log "removing the unused engine build $old"
+  log "removing $old, unused for 30 days"
   rm -rf "$old"
 done
 echo "$prefix"

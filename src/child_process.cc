@@ -41,6 +41,7 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildSpec& spec) {
     const char* eq = std::strchr(*e, '=');
     if (eq != nullptr) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
   }
+  for (const auto& k : spec.env_removed) env.erase(k);
   for (const auto& [k, v] : spec.env_added) env[k] = v;
   std::vector<std::string> envp_s;
   for (const auto& [k, v] : env) envp_s.push_back(k + "=" + v);
@@ -132,12 +133,12 @@ void ChildProcess::read_output(int fd, int log_fd, bool echo) {
     }
     partial.erase(0, start);
   }
-  if (!partial.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    lines_.push_back(partial);
-  }
   ::close(fd);
   if (log_fd >= 0) ::close(log_fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!partial.empty()) lines_.push_back(partial);
+  output_done_ = true;
+  drained_.notify_all();
 }
 
 bool ChildProcess::running() {
@@ -175,8 +176,10 @@ void ChildProcess::stop(std::chrono::milliseconds grace) {
 
 ChildProcess::~ChildProcess() { stop(); }
 
-std::vector<std::string> ChildProcess::last_lines(size_t max) const {
-  std::lock_guard<std::mutex> lock(mu_);
+std::vector<std::string> ChildProcess::last_lines(size_t max) {
+  const bool exited = !running();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (exited) drained_.wait_for(lock, std::chrono::milliseconds(500), [this] { return output_done_; });
   size_t n = std::min(max, lines_.size());
   return std::vector<std::string>(lines_.end() - static_cast<std::ptrdiff_t>(n), lines_.end());
 }

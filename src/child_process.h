@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@ struct ChildSpec {
   std::string program;
   std::vector<std::string> args;                               // after the program name
   std::vector<std::pair<std::string, std::string>> env_added;  // on top of this process's environment
+  std::vector<std::string> env_removed;                        // taken out of it
   std::string log_path;                                        // empty: keep only the last lines
   bool echo = false;                                           // also copy output to our stderr
 };
@@ -44,8 +46,9 @@ class ChildProcess {
   std::optional<int> exit_code();
   // SIGTERM to its process group, then SIGKILL after `grace`; waits until it is gone.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
-  // The last lines of its output (at most `max`).
-  std::vector<std::string> last_lines(size_t max = 20) const;
+  // The last lines of its output (at most `max`). Once the child has exited, this first waits
+  // briefly for the rest of its output, so its final words are not lost.
+  std::vector<std::string> last_lines(size_t max = 20);
 
  private:
   ChildProcess() = default;
@@ -54,7 +57,9 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::thread reader_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
+  std::condition_variable drained_;
+  bool output_done_ = false;  // the reader saw the end of the output
   std::deque<std::string> lines_;
 };
 

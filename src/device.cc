@@ -12,7 +12,7 @@
 namespace onebit {
 
 std::vector<std::string> list_engine_devices(const std::string& program) {
-  auto child = ChildProcess::start({program, {"--list-devices"}, {}, "", false});
+  auto child = ChildProcess::start({program, {"--list-devices"}, {}, {}, "", false});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (child->running() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -105,7 +105,8 @@ int run_facts(const std::vector<std::string>& args) {
         rs.push_back(r);
       }
       j["recipes"] = rs;
-      std::cout << j.dump(2) << "\n";
+      // GGUF strings are raw bytes: invalid UTF-8 is printed as U+FFFD, not refused.
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return 0;
     }
 

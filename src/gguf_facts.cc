@@ -160,6 +160,7 @@ ModelFacts read_model_facts(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) throw Error(path + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a GGUF file");
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file");
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) throw Error(path + ": " + std::strerror(errno));
   std::unique_ptr<FILE, int (*)(FILE*)> closer(file, std::fclose);

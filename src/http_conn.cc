@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
 
 namespace onebit {
 
@@ -18,7 +20,8 @@ bool HttpConn::receive() {
   return true;
 }
 
-ReadStatus HttpConn::read_head(std::string& head, int timeout_ms) {
+ReadStatus HttpConn::read_head(std::string& head, int idle_ms, int whole_ms) {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   while (true) {
     // Empty lines between messages are ignored (RFC 9112 2.2).
     size_t skip = 0;
@@ -30,7 +33,14 @@ ReadStatus HttpConn::read_head(std::string& head, int timeout_ms) {
       return ReadStatus::kOk;
     }
     bool had_bytes = !buf_.empty();
-    if (!wait_readable(fd_.get(), timeout_ms)) return had_bytes ? ReadStatus::kTimeout : ReadStatus::kClosed;
+    int wait_ms = idle_ms;
+    if (had_bytes) {
+      auto now = std::chrono::steady_clock::now();
+      if (!deadline) deadline = now + std::chrono::milliseconds(whole_ms);
+      if (now >= *deadline) return ReadStatus::kTimeout;
+      wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count()) + 1;
+    }
+    if (!wait_readable(fd_.get(), wait_ms)) return had_bytes ? ReadStatus::kTimeout : ReadStatus::kClosed;
     if (!receive()) {
       if (had_bytes) throw HttpError(400, "connection closed inside the request head");
       return ReadStatus::kClosed;
@@ -49,6 +59,7 @@ ReadStatus HttpConn::read_body(const BodyFraming& framing, uint64_t limit, std::
         if (!fill(timeout_ms)) return ReadStatus::kClosed;
       body.assign(buf_, 0, framing.length);
       buf_.erase(0, framing.length);
+      if (buf_.capacity() > (1u << 20)) buf_.shrink_to_fit();  // a big body leaves no big buffer behind
       return ReadStatus::kOk;
     }
     case BodyKind::kChunked: {
@@ -57,7 +68,10 @@ ReadStatus HttpConn::read_body(const BodyFraming& framing, uint64_t limit, std::
         size_t used = dec.feed(buf_.data(), buf_.size(), &body);
         buf_.erase(0, used);
         if (dec.payload_bytes() > limit) return ReadStatus::kTooLarge;
-        if (dec.done()) return ReadStatus::kOk;
+        if (dec.done()) {
+          if (buf_.capacity() > (1u << 20)) buf_.shrink_to_fit();
+          return ReadStatus::kOk;
+        }
         if (!fill(timeout_ms)) return ReadStatus::kClosed;
       }
     }

@@ -19,9 +19,11 @@ class HttpConn {
   Fd& socket() { return fd_; }
   std::string& buffer() { return buf_; }
 
-  // Reads one head into `head` (buffered bytes first). kClosed when the peer closed before a
-  // byte of it arrived. Throws HttpError on a malformed or oversized head.
-  ReadStatus read_head(std::string& head, int timeout_ms);
+  // Reads one head into `head` (buffered bytes first), waiting up to `idle_ms` for its first
+  // byte and `whole_ms` from then on for the rest (a client trickling bytes gets kTimeout).
+  // kClosed when the peer closed before a byte of it arrived. Throws HttpError on a malformed or
+  // oversized head.
+  ReadStatus read_head(std::string& head, int idle_ms, int whole_ms = 30000);
   // Reads a whole body per `framing` into `body`, decoding chunked transfer. kTooLarge as soon as
   // the payload would pass `limit` (the rest is not read).
   ReadStatus read_body(const BodyFraming& framing, uint64_t limit, std::string& body, int timeout_ms);

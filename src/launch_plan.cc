@@ -21,6 +21,9 @@ constexpr Owned kOwned[] = {
     {"--port", "1bit serve --port"},
     {"--api-key", "1bit serve --api-key"},
     {"--api-key-file", "1bit serve --api-key"},
+    {"--api-prefix", "a reverse proxy in front of 1bit"},
+    {"--ssl-key-file", "a TLS proxy in front of 1bit"},
+    {"--ssl-cert-file", "a TLS proxy in front of 1bit"},
 };
 
 class ArgBuilder {
@@ -76,16 +79,21 @@ std::map<std::string, std::string> current_environment() {
 LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   const ServeOptions& o = *in.options;
   const std::vector<std::string>& user = o.engine_args;
-  for (const Owned& owned : kOwned) {
-    const EngineOption* opt = engine.find(owned.flag);
-    if (opt != nullptr && engine.present_on(user, *opt))
-      throw Error(std::string(owned.flag) + " after \"--\": serve sets it for the engine; use " + owned.instead);
-  }
-  ArgBuilder b(engine, user, in.environment);
-  const bool gpu = in.device == "cuda";
-
   LaunchPlan plan;
   plan.program = in.program;
+  // What serve owns stays serve's: not after "--", and not through the engine's environment
+  // variables either (a stray LLAMA_API_KEY would lock serve out of its own engine).
+  std::map<std::string, std::string> env = in.environment;
+  for (const Owned& owned : kOwned) {
+    const EngineOption* opt = engine.find(owned.flag);
+    if (opt == nullptr) continue;
+    if (engine.present_on(user, *opt))
+      throw Error(std::string(owned.flag) + " after \"--\": serve sets it for the engine; use " + owned.instead);
+    if (!opt->env.empty() && env.erase(opt->env) > 0) plan.env_removed.push_back(opt->env);
+  }
+  ArgBuilder b(engine, user, env);
+  const bool gpu = in.device == "cuda";
+
   auto& a = plan.args;
   a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};
   b.add_default(a, {"-ngl", gpu ? "99" : "0"});
@@ -95,34 +103,43 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (!o.flash_attn.empty()) b.add_own(a, "-fa", {"-fa", o.flash_attn});
   if (o.parallel) b.add_own(a, "-np", {"-np", std::to_string(*o.parallel)});
 
+  // The drafter's own flags are fixed by the option; its layer count and dflash draft length are
+  // defaults the user may set after "--".
   const std::string kind = o.drafter_kind();
-  std::optional<int64_t> n_max = o.draft_max;
   if (kind == "draft" || kind == "dflash") {
     b.add_own(a, "--" + kind, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-dflash"});
     b.add_own(a, "--" + kind, {"-md", kind == "draft" ? o.draft : o.dflash});
-    b.add_own(a, "--" + kind, {"-ngld", gpu ? "99" : "0"});
-    if (kind == "dflash" && !n_max)
-      n_max = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
+    b.add_default(a, {"-ngld", gpu ? "99" : "0"});
   } else if (kind == "mtp") {
     b.add_own(a, "--mtp", {"--spec-type", "draft-mtp"});
   }
-  if (n_max) b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*n_max)});
+  if (o.draft_max) {
+    b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*o.draft_max)});
+  } else if (kind == "dflash") {
+    const int64_t n = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
+    const std::string value = std::to_string(n);
+    b.add_default(a, {"--spec-draft-n-max", value.c_str()});
+  }
   if (!o.draft_p_min.empty()) b.add_own(a, "--draft-p-min", {"--spec-draft-p-min", o.draft_p_min});
 
   a.insert(a.end(), user.begin(), user.end());
 
   if (in.recipes != nullptr) {
-    ChildEnv env;
-    env.inherited = in.environment;
+    ChildEnv child_env;
+    child_env.inherited = env;
     RecipeTarget target{in.device, kind, in.model};
-    plan.applied = apply_recipes(*in.recipes, target, engine, a, env);
-    plan.env_added = env.added;
+    plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
+    plan.env_added = child_env.added;
   }
   return plan;
 }
 
 std::string LaunchPlan::command_line() const {
   std::string line;
+  if (!env_removed.empty()) {
+    line = "env ";
+    for (const auto& k : env_removed) line += "-u " + shell_quote(k) + " ";
+  }
   for (const auto& [k, v] : env_added) line += shell_quote(k + "=" + v) + " ";
   std::vector<std::string> words{program};
   words.insert(words.end(), args.begin(), args.end());

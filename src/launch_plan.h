@@ -34,16 +34,18 @@ struct LaunchPlan {
   std::string program;
   std::vector<std::string> args;                               // after the program name
   std::vector<std::pair<std::string, std::string>> env_added;  // set for the child only
+  std::vector<std::string> env_removed;                        // unset for the child only
   std::vector<AppliedRecipe> applied;
 
-  // "K=V ... program args...", shell-quoted on one line.
+  // "[env -u X ...] K=V ... program args...", shell-quoted on one line.
   std::string command_line() const;
   // "1bit serve: recipe <id>: <added>" for each recipe that added something.
   std::vector<std::string> recipe_lines() const;
 };
 
 // Throws Error when the arguments after "--" collide with what serve owns (-m, --host, --port,
-// --api-key) or repeat a serve option.
+// --api-key, --api-prefix, TLS) or repeat a serve option. The engine variables for those
+// options are removed from the child's environment.
 LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine);
 
 // This process's environment as a map.

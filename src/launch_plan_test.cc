@@ -80,6 +80,31 @@ TEST(LaunchPlan, DflashDraftLengthComesFromTheBlockSize) {
   EXPECT_EQ(a.back(), "3");
 }
 
+TEST(LaunchPlan, DrafterDefaultsGiveWayToTheUser) {
+  Fixture f;
+  f.options.dflash = "df.gguf";
+  f.drafter.dflash = true;
+  f.drafter.block_size = 8;
+  f.options.engine_args = {"--gpu-layers-draft", "0", "--spec-draft-n-max", "3"};
+  Args a = f.plan("cuda", true).args;
+  EXPECT_EQ(Args(a.begin() + 9, a.end()),
+            (Args{"--spec-type", "draft-dflash", "-md", "df.gguf", "--gpu-layers-draft", "0", "--spec-draft-n-max", "3"}));
+  // --draft-max is serve's own option: giving it twice is an error.
+  f.options.draft_max = 5;
+  EXPECT_EQ(error_of(f), "--spec-draft-n-max is set twice: by --draft-max and after \"--\"; keep one");
+}
+
+TEST(LaunchPlan, EngineVariablesForWhatServeOwnsAreRemoved) {
+  Fixture f;
+  f.env = {{"LLAMA_API_KEY", "x"}, {"LLAMA_ARG_PORT", "1"}, {"LLAMA_ARG_THREADS", "2"}};
+  LaunchPlan p = f.plan();
+  EXPECT_EQ(p.env_removed, (Args{"LLAMA_ARG_PORT", "LLAMA_API_KEY"}));
+  EXPECT_EQ(p.command_line(), "env -u LLAMA_ARG_PORT -u LLAMA_API_KEY /bin/llama-server -m m.gguf --host 127.0.0.1 "
+                              "--port 4321 -ngl 0 --jinja");
+  f.options.engine_args = {"--api-prefix", "/x"};
+  EXPECT_EQ(error_of(f), "--api-prefix after \"--\": serve sets it for the engine; use a reverse proxy in front of 1bit");
+}
+
 TEST(LaunchPlan, Mtp) {
   Fixture f;
   f.options.mtp = true;

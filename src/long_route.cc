@@ -16,6 +16,27 @@ bool is_text(const std::string& path) {
   return path == "/v1/completions" || path == "/completions" || path == "/completion";
 }
 
+// Whether JSON text nests no deeper than `max`: the router copies and prints parsed values
+// recursively, so depth is bounded before parsing (the engine still gets the body as it came).
+bool nesting_within(const std::string& text, int max) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int64_t LongRouter::count_tokens(bool chat, const std::string& payload, std::string& error) const {
@@ -58,20 +79,22 @@ RouteDecision LongRouter::decide(const Route& r) const {
 RouteDecision LongRouter::route(const RequestHead& req, const std::string& body) {
   const std::string path = req.path();
   const bool chat = is_chat(path);
-  if (req.method != "POST" || !(chat || is_text(path))) return {};
+  if (req.method != "POST" || !(chat || is_text(path)) || !nesting_within(body, 64)) return {};
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return {};  // the engine will answer the malformed body itself
 
-  std::string payload, key;
+  std::string payload;
+  uint64_t key = 0;
   if (chat) {
     auto messages = j.find("messages");
     if (messages == j.end() || !messages->is_array() || messages->empty()) return {};
     json opening = json::array();
     for (const auto& m : *messages) {
       opening.push_back(m);
-      if (m.is_object() && m.value("role", "") == "user") break;
+      if (m.is_object() && m.contains("role") && m["role"].is_string() && m["role"] == "user") break;
     }
-    key = opening.dump();
+    // Only a hash is kept: openings are exactly the long prompts this feature is for.
+    key = std::hash<std::string>{}(opening.dump(-1, ' ', false, json::error_handler_t::replace));
     payload = body;  // the engine's /apply-template takes a chat request as it is
   } else {
     auto prompt = j.find("prompt");

@@ -40,8 +40,8 @@ class LongRouter {
   int64_t long_from_;
   size_t max_conversations_;
   std::mutex mu_;
-  std::list<std::string> order_;  // least recently used first
-  std::unordered_map<std::string, std::pair<Route, std::list<std::string>::iterator>> routes_;
+  std::list<uint64_t> order_;  // conversation keys, least recently used first
+  std::unordered_map<uint64_t, std::pair<Route, std::list<uint64_t>::iterator>> routes_;
 };
 
 }  // namespace onebit

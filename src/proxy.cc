@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
+#include <system_error>
 
 #include "http_conn.h"
 
@@ -19,6 +21,15 @@ bool is_hop_by_hop(const std::string& name) {
                         "Transfer-Encoding", "Expect", "Content-Length", "Host"})
     if (iequals(name, h)) return true;
   return false;
+}
+
+// What stays open when an API key is set, as in the engine: health checks, CORS preflights, and
+// the web UI's page and static files (GET of "/" or of a path whose last segment has a file
+// extension; no API route has one), so a browser can load the UI and then send the key.
+bool is_public(const RequestHead& req, const std::string& path) {
+  if (req.method == "OPTIONS" || path == "/health" || path == "/v1/health") return true;
+  if (req.method != "GET" && req.method != "HEAD") return false;
+  return path == "/" || path.find('.', path.rfind('/')) != std::string::npos;
 }
 
 bool key_matches(const std::string& expected, const Headers& headers) {
@@ -67,7 +78,9 @@ class Session {
       std::string head;
       RequestHead req;
       try {
-        if (client_.read_head(head, config_.idle_timeout_ms) != ReadStatus::kOk) return;
+        ReadStatus st = client_.read_head(head, config_.idle_timeout_ms, config_.head_timeout_ms);
+        if (st == ReadStatus::kTimeout) reply_error(408, "request head not received in time", "invalid_request_error", true);
+        if (st != ReadStatus::kOk) return;
         req = parse_request_head(head);
       } catch (const HttpError& e) {
         reply_error(e.status, e.what(), "invalid_request_error", true);
@@ -83,8 +96,7 @@ class Session {
     bool client_close = req.minor == 0 ? !header_has_token(req.headers, "Connection", "keep-alive")
                                        : header_has_token(req.headers, "Connection", "close");
     const std::string path = req.path();
-    if (!config_.api_key.empty() && req.method != "OPTIONS" && path != "/health" && path != "/v1/health" &&
-        !key_matches(config_.api_key, req.headers)) {
+    if (!config_.api_key.empty() && !is_public(req, path) && !key_matches(config_.api_key, req.headers)) {
       reply_error(401, "Invalid API Key", "authentication_error", true);
       return false;
     }
@@ -118,7 +130,14 @@ class Session {
 
 
     RouteDecision route;
-    if (router_) route = router_(req, body);
+    if (router_) {
+      try {
+        route = router_(req, body);
+      } catch (const std::exception& e) {
+        route.error_status = 500;
+        route.error = std::string("routing failed: ") + e.what();
+      }
+    }
     if (route.error_status != 0)
       return reply_error(route.error_status, route.error, "server_error", client_close) && !client_close;
     return forward(req, body, route, client_close);
@@ -134,7 +153,11 @@ class Session {
       if (!is_hop_by_hop(h.name)) up.headers.push_back(h);
     if (!body.empty() || req.method == "POST" || req.method == "PUT" || req.method == "PATCH")
       up.headers.push_back({"Content-Length", std::to_string(body.size())});
-    const std::string request_bytes = serialize(up) + body;
+    // Small bodies go out with the head in one write; large ones are not copied.
+    constexpr size_t kCopyLimit = 64 * 1024;
+    std::string request_bytes = serialize(up);
+    const bool body_apart = body.size() > kCopyLimit;
+    if (!body_apart) request_bytes += body;
 
     std::unique_ptr<HttpConn>& conn = upstream_[route.backend];
     std::string head;
@@ -149,7 +172,7 @@ class Session {
         }
         conn = std::make_unique<HttpConn>(std::move(fd));
       }
-      bool sent = write_all(conn->fd(), request_bytes);
+      bool sent = write_all(conn->fd(), request_bytes) && (!body_apart || write_all(conn->fd(), body));
       Wait w = sent ? read_upstream_head(*conn, head) : Wait::kUpstream;
       if (w == Wait::kClientGone) {
         conn.reset();
@@ -250,7 +273,20 @@ class Session {
   }
 
   bool reply_error(int status, const std::string& message, const std::string& type, bool close) {
-    return write_all(client_.fd(), json_response(status, json_error_body(status, message, type), close));
+    bool ok = write_all(client_.fd(), json_response(status, json_error_body(status, message, type), close));
+    if (close) linger();
+    return ok;
+  }
+
+  // Before closing on a client that may still be sending (a refused upload, say), stop writing
+  // and read what keeps coming for a moment: closing with unread bytes sends a reset, and the
+  // client would see "connection reset" instead of our answer.
+  void linger() {
+    ::shutdown(client_.fd(), SHUT_WR);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    char sink[16384];
+    while (std::chrono::steady_clock::now() < end && wait_readable(client_.fd(), 1000))
+      if (::recv(client_.fd(), sink, sizeof(sink), 0) <= 0) break;
   }
 
   void reply_too_large() {
@@ -273,8 +309,8 @@ Proxy::Proxy(ProxyConfig config, std::vector<Backend> backends, Router router)
 
 Proxy::~Proxy() { stop(); }
 
-void Proxy::listen(const std::string& host, int port) {
-  listener_ = listen_tcp(host, port);
+void Proxy::adopt(Fd listener) {
+  listener_ = std::move(listener);
   port_ = bound_port(listener_.get());
 }
 
@@ -295,21 +331,39 @@ void Proxy::accept_loop() {
         ::close(fd);
         break;
       }
+      if (open_.size() >= config_.max_connections) {
+        static const std::string busy =
+            json_response(503, json_error_body(503, "too many connections", "unavailable_error"), true);
+        ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+        continue;
+      }
       open_.insert(fd);
     }
-    std::thread([this, fd] {
-      serve_connection(fd);
+    auto finish = [this](int done_fd) {
       std::lock_guard<std::mutex> lock(mu_);
-      open_.erase(fd);
-      ::close(fd);
+      open_.erase(done_fd);
+      ::close(done_fd);
       idle_.notify_all();
-    }).detach();
+    };
+    try {
+      std::thread([this, fd, finish] {
+        serve_connection(fd);
+        finish(fd);
+      }).detach();
+    } catch (const std::system_error&) {
+      finish(fd);  // no thread to be had: drop this client, keep serving the others
+    }
   }
 }
 
 void Proxy::serve_connection(int fd) {
-  Session session(fd, config_, backends_, router_, ready_);
-  session.run();
+  // Whatever goes wrong with one client (even memory) ends that connection, not the server.
+  try {
+    Session session(fd, config_, backends_, router_, ready_);
+    session.run();
+  } catch (...) {
+  }
 }
 
 void Proxy::stop() {

@@ -42,7 +42,9 @@ struct ProxyConfig {
   std::string api_key;                    // empty: no key required
   uint64_t max_body_bytes = 64ull << 20;  // larger bodies get 413
   int idle_timeout_ms = 60000;            // a keep-alive connection with no request for this long is closed
+  int head_timeout_ms = 30000;            // a request head must arrive whole within this, once begun
   int body_timeout_ms = 60000;            // a request body that stalls this long is dropped
+  size_t max_connections = 1024;          // more concurrent clients get 503 at once
 };
 
 class Proxy {
@@ -50,8 +52,8 @@ class Proxy {
   Proxy(ProxyConfig config, std::vector<Backend> backends, Router router = nullptr);
   ~Proxy();
 
-  // Binds host:port (0: any free port). Throws Error when it cannot.
-  void listen(const std::string& host, int port);
+  // Serves on a socket already listening (net.h's listen_tcp).
+  void adopt(Fd listener);
   int port() const { return port_; }
   void start();
   void set_ready(bool ready) { ready_ = ready; }

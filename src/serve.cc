@@ -1,6 +1,7 @@
 #include "serve.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +70,16 @@ std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts&
 
 // Waits for every engine's /health to answer 200, polling every 250 ms, while watching for
 // signals and engine exits. Throws Error on timeout or an exit; returns false on a signal.
+// Each client connection holds two descriptors (client and engine): use the hard limit, not the
+// soft default of 1024.
+void raise_fd_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigset_t& signals) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (true) {
@@ -111,6 +122,9 @@ int serve(const ServeOptions& o) {
   if (!o.dry_run && access(program.c_str(), X_OK) != 0)
     throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
   const std::string device = o.dry_run ? planned_device(o.device) : resolve_device(o.device, program);
+  // Our own port is taken before the engines' are picked, so no engine is handed it.
+  Fd listener;
+  if (!o.dry_run) listener = listen_tcp(o.host, o.port);
 
   std::vector<Engine> engines;
   auto add_engine = [&](const std::string& label, const std::string& path, const ModelFacts& facts,
@@ -118,7 +132,8 @@ int serve(const ServeOptions& o) {
     Engine e;
     e.label = label;
     e.model = path;
-    e.port = pick_free_port("127.0.0.1");
+    do e.port = pick_free_port("127.0.0.1");
+    while (std::any_of(engines.begin(), engines.end(), [&](const Engine& x) { return x.port == e.port; }));
     LaunchInputs in;
     in.options = &o;
     in.model_path = path;
@@ -151,6 +166,7 @@ int serve(const ServeOptions& o) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
 
   ProxyConfig pc;
   pc.api_key = o.api_key;
@@ -162,17 +178,20 @@ int serve(const ServeOptions& o) {
   Proxy proxy(pc, backends,
               router ? Router([router](const RequestHead& r, const std::string& b) { return router->route(r, b); })
                      : Router());
-  proxy.listen(o.host, o.port);
+  proxy.adopt(std::move(listener));
   proxy.start();
 
   for (Engine& e : engines)
-    e.child = ChildProcess::start({e.plan.program, e.plan.args, e.plan.env_added, o.engine_log, o.verbose});
+    e.child = ChildProcess::start(
+        {e.plan.program, e.plan.args, e.plan.env_added, e.plan.env_removed, o.engine_log, o.verbose});
   std::cerr << "1bit serve: loading " << model_path << " on " << device << ", listening on http://" << o.host << ":"
             << proxy.port() << "\n";
 
+  // Engines first: a request waiting on an engine then ends at once, so the proxy's threads
+  // can all finish.
   auto shutdown = [&](int code) {
-    proxy.stop();
     for (Engine& e : engines) e.child->stop();
+    proxy.stop();
     return code;
   };
   try {

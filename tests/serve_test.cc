@@ -431,6 +431,51 @@ TEST_F(ServeTest, LongModelRouting) {
   EXPECT_EQ(route_of(http_fetch("127.0.0.1", port, "GET", "/v1/models")), "(none)");
 }
 
+TEST_F(ServeTest, TheEngineNeverSeesVariablesForWhatServeOwns) {
+  std::unique_ptr<Subprocess> p;
+  int port = start(p, {"-m", model_}, {{"LLAMA_API_KEY", "stray"}, {"LLAMA_ARG_THREADS", "3"}});
+  json env = record()["env"];
+  EXPECT_FALSE(env.contains("LLAMA_API_KEY"));
+  EXPECT_EQ(env["LLAMA_ARG_THREADS"], "3");
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/v1/models").status, 200);
+}
+
+TEST_F(ServeTest, AnOversizedUploadSeesIts413) {
+  std::unique_ptr<Subprocess> p;
+  int port = start(p, {"-m", model_, "--max-body-mb", "1"});
+  // Far more than the socket buffers hold: the answer must not be lost to a connection reset.
+  HttpResult big = http_fetch("127.0.0.1", port, "POST", "/echo", std::string(32 << 20, 'x'));
+  EXPECT_EQ(big.status, 413) << big.error;
+}
+
+TEST_F(ServeTest, HostileBodiesDoNotTakeTheRouterDown) {
+  std::string long_model = dir_.file("long.gguf");
+  write_gguf(long_model, {{"general.architecture", std::string("llama")}});
+  std::unique_ptr<Subprocess> p;
+  int port = start(p, {"-m", model_, "--long-model", long_model, "--long-from", "10"});
+  for (const std::string& body : {std::string(R"({"messages": [{"role": 7, "content": "x"}]})"),
+                                  std::string(R"({"messages": [{"role": null}, {"role": "user", "content": 5}]})"),
+                                  std::string(R"({"messages": 3})"), std::string(R"({"prompt": {"a": [1, {}]}})"),
+                                  std::string(200000, '[') + std::string(200000, ']'),
+                                  std::string("{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}")}) {
+    HttpResult r = http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions", body);
+    EXPECT_NE(r.status, 0) << r.error;
+  }
+  EXPECT_FALSE(p->wait(std::chrono::milliseconds(0)).has_value()) << p->err();
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/health").status, 200);
+}
+
+TEST_F(ServeTest, TheUiIsOpenButTheApiIsNot) {
+  std::unique_ptr<Subprocess> p;
+  int port = start(p, {"-m", model_, "--api-key", "k"});
+  // The fake engine has no UI: 404 comes from it, which shows the request got through.
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/").status, 404);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/bundle.js").status, 404);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "POST", "/bundle.js").status, 401);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/props").status, 401);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/v1/models").status, 401);
+}
+
 TEST_F(ServeTest, PortInUseIsAClearError) {
   Fd busy = listen_tcp("127.0.0.1", 0);
   int port = bound_port(busy.get());
