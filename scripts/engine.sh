@@ -45,13 +45,14 @@ done
 
 patches() { [ -d "$patch_dir" ] && find "$patch_dir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort; true; }
 
+# The web UI is built from the engine's own sources with npm where npm is at hand (never
+# downloaded prebuilt), once per UI source, and handed to the engine build as tools/ui/dist.
+# Without npm (the GPU box) the engine has no UI.
+want_ui() { [ "${ONEBIT_ENGINE_UI:-1}" != 0 ] && command -v npm >/dev/null 2>&1; }
+
 cmake_options() {
-  # The web UI is built from its sources with npm where npm is at hand (never downloaded
-  # prebuilt); without npm (the GPU box) the engine has no UI.
-  local ui=OFF
-  [ "${ONEBIT_ENGINE_UI:-1}" != 0 ] && command -v npm >/dev/null 2>&1 && ui=ON
   local o=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON -DGGML_NATIVE=ON
-           -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=$ui -DLLAMA_USE_PREBUILT_UI=OFF
+           -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
            -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF)
   if [ $cuda = 1 ]; then
     local archs=90 cap
@@ -68,6 +69,7 @@ cache_key() {
   {
     echo "commit $COMMIT"
     cmake_options
+    want_ui && echo "web ui"
     echo "machine $(uname -m) $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sha256sum | cut -c1-16)"
     echo "compilers $({ cc --version; c++ --version; [ $cuda = 1 ] && nvcc --version; } 2>/dev/null | sha256sum | cut -c1-16)"
     echo "script $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-64)"
@@ -124,6 +126,28 @@ prepare_source() {
   done < <(patches)
 }
 
+# Puts the built web UI into $1/tools/ui/dist, building it when this UI source is new.
+provide_ui() {
+  local src=$1 hash dist tmp
+  hash=$(cd "$src/tools/ui" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+  dist=$cache/ui/$hash
+  if [ ! -f "$dist/index.html" ]; then
+    log "building the web UI with npm"
+    mkdir -p "$cache/ui"
+    tmp=$(mktemp -d "$cache/ui/build.XXXXXX")
+    cp -r "$src/tools/ui/." "$tmp/"
+    if ! (cd "$tmp" && npm ci --no-audit --no-fund && npm run build) >"$cache/ui/build.log" 2>&1; then
+      rm -rf "$tmp"
+      tail -n 20 "$cache/ui/build.log" >&2
+      die "the web UI did not build (log: $cache/ui/build.log; ONEBIT_ENGINE_UI=0 builds without it)"
+    fi
+    rm -rf "$dist"
+    mv "$tmp/dist" "$dist"
+    rm -rf "$tmp"
+  fi
+  cp -r "$dist" "$src/tools/ui/dist"
+}
+
 case $mode in
   key) cache_key; exit 0 ;;
   prepare) prepare_source "$prepare_dir"; exit 0 ;;
@@ -142,6 +166,7 @@ if [ -f "$prefix/.complete" ]; then echo "$prefix"; exit 0; fi
 
 log "building llama.cpp ${COMMIT:0:12} (key $key) in $root"
 prepare_source "$root/src"
+want_ui && provide_ui "$root/src"
 
 mapfile -t opts < <(cmake_options)
 launcher=()
