@@ -36,7 +36,8 @@ int run_version(const std::vector<std::string>&) {
   std::cout << "1bit " << ONEBIT_VERSION << "\n";
   if (engine.is_object()) {
     std::cout << "engine llama.cpp " << engine.value("commit", "?") << (engine.value("cuda", false) ? " (CUDA)" : " (CPU)")
-              << ", patches: " << engine["patches"].size() << "\n";
+              << (engine.value("web_ui", false) ? ", web UI" : ", no web UI") << ", patches: " << engine["patches"].size()
+              << "\n";
   }
   return 0;
 }
