@@ -23,7 +23,7 @@ set -euo pipefail
 
 readonly COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
 readonly NPM_PACKAGE=node-llama-cpp@3.21.1
-readonly TARGETS=(llama-server ggml-rpc-server llama-bench ggml-base)
+readonly TARGETS=(llama-server ggml-rpc-server llama-bench llama-perplexity ggml-base)
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${ONEBIT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/1bit}
@@ -187,7 +187,8 @@ cmake --build "$root/build" -j "${JOBS:-$(nproc)}" --target "${TARGETS[@]}" >"$r
 
 rm -rf "$prefix"
 mkdir -p "$prefix/bin" "$prefix/lib" "$prefix/include" "$prefix/share"
-cp "$root/build/bin/llama-server" "$root/build/bin/ggml-rpc-server" "$root/build/bin/llama-bench" "$prefix/bin/"
+cp "$root/build/bin/llama-server" "$root/build/bin/ggml-rpc-server" "$root/build/bin/llama-bench" \
+   "$root/build/bin/llama-perplexity" "$prefix/bin/"
 find "$root/build" -name 'libggml-base.a' -exec cp {} "$prefix/lib/" \;
 cp "$root/src/ggml/include/"*.h "$prefix/include/"
 "$prefix/bin/llama-server" --help >"$prefix/share/llama-server-help.txt" 2>/dev/null \

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Trains 1bit-tiny (or its drafter) on the GPU machine, in resumable chunks: the checkpoint
+records the training time spent, and a run continues it until --budget minutes are spent in all,
+stopping after --chunk minutes of this call so that each call fits the machine's time limit.
+
+  train.py --config target|draft --data DATA_DIR --tokenizer tokenizer.json --ckpt CKPT.pt
+           --budget MIN [--chunk MIN] [--seed N]
+
+Prints the training loss as it goes; every 45 s the loss on a validation slice of the training
+split (1% of its documents, never trained on) picks the checkpoint to keep; the held-out test
+loss is printed once, at the end of each call.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
+
+from common import CONFIGS, CONTEXT, EOT, MIX, format_chat
+from model import TinyQwen3
+
+BATCH = 64          # sequences of CONTEXT tokens per step
+LR = {"target": 1.5e-3, "draft": 3e-3}
+WARMUP_S = 20.0     # seconds of linear warm-up
+MIN_LR_FRACTION = 0.1
+
+
+def load_documents(data_dir, split):
+    """(kind, text) for every document and chat pair of a split."""
+    docs = []
+    with open(f"{data_dir}/pretrain_{split}.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            docs.append(("pretrain:" + r["source"], r["text"]))
+    with open(f"{data_dir}/chat_{split}.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            docs.append(("chat:" + r["kind"], format_chat(r["messages"])))
+    return docs
+
+
+def tokenize(tok, docs):
+    eot = tok.token_to_id(EOT)
+    encoded = tok.encode_batch([text for _, text in docs])
+    return [(kind, np.array(e.ids + [eot], dtype=np.int32)) for (kind, _), e in zip(docs, encoded)]
+
+
+def stream(tokenized, rng):
+    """One pass of the mixture: each document MIX[kind] times on average, shuffled."""
+    picked = []
+    for kind, ids in tokenized:
+        w = MIX[kind]
+        picked += [ids] * (int(w) + (rng.random() < w - int(w)))
+    rng.shuffle(picked)
+    return np.concatenate(picked)
+
+
+def batches(tokenized, seed):
+    rng = random.Random(seed)
+    while True:
+        s = stream(tokenized, rng)
+        n = (len(s) - 1) // CONTEXT
+        order = list(range(n))
+        rng.shuffle(order)
+        for i in range(0, n - BATCH + 1, BATCH):
+            idx = np.array(order[i:i + BATCH])[:, None] * CONTEXT + np.arange(CONTEXT + 1)[None, :]
+            yield torch.from_numpy(s[idx].astype(np.int64))
+
+
+@torch.no_grad()
+def heldout_loss(model, tokenized, device):
+    s = np.concatenate([ids for _, ids in tokenized])
+    n = (len(s) - 1) // CONTEXT
+    total, count = 0.0, 0
+    for i in range(0, n, BATCH):
+        idx = np.arange(i, min(n, i + BATCH))[:, None] * CONTEXT + np.arange(CONTEXT + 1)[None, :]
+        x = torch.from_numpy(s[idx].astype(np.int64)).to(device)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x[:, :-1])
+        total += F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="sum").item()
+        count += x[:, 1:].numel()
+    return total / count
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", choices=sorted(CONFIGS), required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--budget", type=float, required=True, help="minutes of training in all")
+    ap.add_argument("--chunk", type=float, default=1e9, help="minutes of training in this call")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    device = "cuda"
+    tok = Tokenizer.from_file(args.tokenizer)
+    t0 = time.time()
+    train = tokenize(tok, load_documents(args.data, "train"))
+    test = tokenize(tok, load_documents(args.data, "test"))
+    # Every 100th training document is set aside for choosing the checkpoint, so the held-out
+    # test split stays unseen by every decision.
+    val, train = train[::100], [d for i, d in enumerate(train) if i % 100]
+    print(f"train: tokenized {sum(len(x) for _, x in train)} train and {sum(len(x) for _, x in test)} held-out "
+          f"tokens in {time.time() - t0:.0f} s", file=sys.stderr)
+
+    cfg = CONFIGS[args.config]
+    model = TinyQwen3(cfg, tok.get_vocab_size()).to(device)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=LR[args.config], betas=(0.9, 0.95), fused=True)
+    spent, step = 0.0, 0
+    if os.path.exists(args.ckpt):
+        state = torch.load(args.ckpt, map_location=device)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        spent, step = state["spent"], state["step"]
+        print(f"train: resumed at step {step}, {spent / 60:.1f} of {args.budget} min spent", file=sys.stderr)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"train: {args.config}: {n_params / 1e6:.2f}M parameters, {cfg}", file=sys.stderr)
+
+    step_fn = torch.compile(model)
+    budget_s, chunk_s = args.budget * 60, args.chunk * 60
+    call_start = time.time()
+    loader = batches(train, args.seed * 1000 + step)
+    tokens_seen, last_print, last_val = 0, time.time(), time.time()
+    best = (state.get("val_loss", float("inf")), None) if os.path.exists(args.ckpt) else (float("inf"), None)
+    while spent < budget_s and time.time() - call_start < chunk_s:
+        frac = spent / budget_s
+        lr = LR[args.config] * (min(1.0, spent / WARMUP_S) *
+                                (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * frac))))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        t = time.time()
+        x = next(loader).to(device, non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            try:
+                logits = step_fn(x[:, :-1])
+            except Exception as e:  # a compiler problem must not cost the run: go on uncompiled
+                if step_fn is model:
+                    raise
+                print(f"train: torch.compile failed ({type(e).__name__}: {e}); running eagerly", file=sys.stderr)
+                step_fn = model
+                logits = step_fn(x[:, :-1])
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        tokens_seen += x[:, 1:].numel()
+        if step > 3:  # the first steps include compilation: not training time
+            spent += time.time() - t
+        if time.time() - last_val > 45:
+            model.eval()
+            v = heldout_loss(model, val, device)
+            model.train()
+            if v < best[0]:
+                best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
+            print(f"train: step {step} validation loss {v:.4f} (best {best[0]:.4f})", file=sys.stderr)
+            last_val = time.time()
+        if time.time() - last_print > 30:
+            rate = tokens_seen / (time.time() - last_print)
+            print(f"train: step {step} loss {loss.item():.3f} lr {lr:.2e} {rate / 1e3:.0f}k tok/s "
+                  f"{spent / 60:.1f}/{args.budget} min", file=sys.stderr)
+            tokens_seen, last_print = 0, time.time()
+    model.eval()
+    v = heldout_loss(model, val, device)
+    if v < best[0] or best[1] is None:
+        best = (v, None)
+    else:
+        model.load_state_dict(best[1])  # the best validation checkpoint of this call
+    loss = heldout_loss(model, test, device)
+    print(f"train: step {step}: held-out loss {loss:.4f} (perplexity {math.exp(loss):.2f}), "
+          f"{spent / 60:.1f} of {args.budget} min spent", file=sys.stderr)
+    print(f"train: kept the checkpoint with validation loss {best[0]:.4f}", file=sys.stderr)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "spent": spent, "step": step,
+                "config": args.config, "heldout_loss": loss, "val_loss": best[0]}, args.ckpt)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+// The shipped model: `1bit serve` with no -m serves models/1bit-tiny (what `make serve` runs),
+// it answers in the template, and --draft with the shipped drafter drafts.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "http_conn.h"
+#include "subprocess.h"
+#include "test_support.h"
+
+namespace onebit::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kTarget = "/models/1bit-tiny-32m-q8_0.gguf";
+const std::string kDraft = "/models/1bit-tiny-draft-6m-q8_0.gguf";
+
+int ready_port(Subprocess& s) {
+  if (!s.wait_for_stderr("ready on http://127.0.0.1:", 120s)) return -1;
+  std::string err = s.err();
+  return std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
+}
+
+json chat(int port, const std::string& prompt, int max_tokens) {
+  HttpResult r = http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions",
+                            json{{"messages", {{{"role", "user"}, {"content", prompt}}}},
+                                 {"max_tokens", max_tokens}, {"temperature", 0}}.dump(),
+                            {{"Content-Type", "application/json"}}, 120000);
+  EXPECT_EQ(r.status, 200) << r.body << r.error;
+  return json::parse(r.body, nullptr, false);
+}
+
+TEST(DefaultModel, ServeWithoutAModelServesTheShippedOne) {
+  RunResult dry = run({onebit_binary(), "serve", "--dry-run"});
+  ASSERT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find(" -m " + source_dir() + kTarget + " "), std::string::npos) << dry.out;
+
+  TempDir dir;
+  Subprocess serve({onebit_binary(), "serve", "--port", "0"}, {}, dir.path());
+  int port = ready_port(serve);
+  ASSERT_GT(port, 0) << serve.err();
+  json j = chat(port, "define apple", 200);
+  std::string answer = j["choices"][0]["message"]["content"];
+  // The model was trained on WordNet glosses in this form: "apple (noun): ...".
+  EXPECT_NE(answer.find("apple (noun)"), std::string::npos) << answer;
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop") << answer;  // it ends its turn by itself
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(20s), 0);
+}
+
+TEST(DefaultModel, TheShippedDrafterDrafts) {
+  TempDir dir;
+  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--draft", source_dir() + kDraft}, {}, dir.path());
+  int port = ready_port(serve);
+  ASSERT_GT(port, 0) << serve.err();
+  json j = chat(port, "Write a Python function `getpos`: Return current line number and offset.", 64);
+  EXPECT_GT(j["timings"]["draft_n"].get<int>(), 0) << j.dump();
+  EXPECT_GT(j["timings"]["draft_n_accepted"].get<int>(), 0) << j.dump();
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(20s), 0);
+}
+
+}  // namespace
+}  // namespace onebit::testing
