@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_command.h"
 #include "embedded.h"
 #include "facts_command.h"
 #include "serve.h"
@@ -27,6 +28,8 @@ const Command kCommands[] = {
     {"serve", onebit::run_serve, "serve one model behind an OpenAI-compatible API"},
     {"facts", onebit::run_facts, "print a GGUF's facts and which recipes would apply"},
     {"synth", onebit::run_synth, "write a random-weight model of a known shape"},
+    {"bench", onebit::run_bench_command, "measure serve configurations A/B in one run"},
+    {"tune", onebit::run_tune_command, "bench candidate engine arguments and write winners as recipes"},
     {"version", run_version, "print 1bit's version and the engine it runs"},
     {"help", run_help, "print this help, or a command's help (1bit help serve)"},
 };
@@ -56,6 +59,7 @@ int run_help(const std::vector<std::string>& args) {
   std::cout << "\n" << onebit::serve_usage();
   std::cout << "\n" << onebit::facts_usage();
   std::cout << "\n" << onebit::synth_usage();
+  std::cout << "\n" << onebit::bench_usage();
   std::cout << "\nenvironment:\n"
                "  ONEBIT_LLAMA_SERVER       the engine binary serve starts (like --llama-server)\n"
                "  ONEBIT_API_KEY            the key serve requires (like --api-key)\n"

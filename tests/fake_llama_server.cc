@@ -10,6 +10,8 @@
 //   FAKE_EXIT_AFTER_MS=N      exit with code 7 N ms after start
 //   FAKE_CHUNKS=N, FAKE_CHUNK_MS=M   a stream is N chunks M ms apart (default 5, 50)
 //   FAKE_DEVICES="A;B"        what --list-devices prints
+//   FAKE_NO_TIMINGS=1         completions carry no "timings"
+//   FAKE_FAST_FLAG=F          when argv holds flag F, every speed in "timings" is doubled
 #include <signal.h>
 #include <unistd.h>
 
@@ -51,9 +53,11 @@ std::string arg_after(int argc, char** argv, const std::string& flag, const std:
   return fallback;
 }
 
+double g_speed = 1.0;  // FAKE_FAST_FLAG's factor
+
 json timings(int n) {
-  return {{"prompt_n", 3}, {"prompt_ms", 1.0}, {"prompt_per_second", 3000.0}, {"predicted_n", n},
-          {"predicted_ms", 10.0 * n}, {"predicted_per_second", 100.0}, {"draft_n", 0}, {"draft_n_accepted", 0}};
+  return {{"prompt_n", 3}, {"prompt_ms", 1.0}, {"prompt_per_second", 3000.0 * g_speed}, {"predicted_n", n},
+          {"predicted_ms", 10.0 * n}, {"predicted_per_second", 100.0 * g_speed}, {"draft_n", 0}, {"draft_n_accepted", 0}};
 }
 
 size_t word_count(const std::string& s) {
@@ -102,6 +106,10 @@ int main(int argc, char** argv) {
     }).detach();
   }
 
+  if (const char* flag = std::getenv("FAKE_FAST_FLAG"))
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == flag) g_speed = 2.0;
+  const bool with_timings = std::getenv("FAKE_NO_TIMINGS") == nullptr;
   const std::string model = arg_after(argc, argv, "-m", "?");
   const int port = std::atoi(arg_after(argc, argv, "--port", "8080").c_str());
   const auto started = Clock::now();
@@ -131,10 +139,10 @@ int main(int argc, char** argv) {
     json seen = {{"authorization", req.get_header_value("Authorization")}, {"host", req.get_header_value("Host")},
                  {"body_bytes", req.body.size()}};
     if (body.is_object() && body.value("stream", false)) {
-      res.set_chunked_content_provider("text/event-stream", [&, seen](size_t, httplib::DataSink& sink) {
+      res.set_chunked_content_provider("text/event-stream", [&, with_timings](size_t, httplib::DataSink& sink) {
         for (int i = 0; i < chunks; ++i) {
           json c = {{"model", model}, {"index", i}, {"choices", {{{"delta", {{"content", "t" + std::to_string(i)}}}}}}};
-          if (i == chunks - 1) c["timings"] = timings(chunks);
+          if (i == chunks - 1 && with_timings) c["timings"] = timings(chunks);
           std::string line = "data: " + c.dump() + "\n\n";
           if (!sink.write(line.data(), line.size())) {
             event("cancelled at chunk " + std::to_string(i));
@@ -153,11 +161,13 @@ int main(int argc, char** argv) {
       return;
     }
     json out = {{"model", model}, {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", "fake"}}}}}},
-                {"timings", timings(4)}, {"seen", seen}};
+                {"seen", seen}};
+    if (with_timings) out["timings"] = timings(4);
     res.set_content(out.dump(), "application/json");
   };
   srv.Post("/v1/chat/completions", completion);
   srv.Post("/v1/completions", completion);
+  srv.Post("/completion", completion);
   srv.Post("/apply-template", [](const httplib::Request& req, httplib::Response& res) {
     json body = json::parse(req.body, nullptr, false);
     std::string prompt;

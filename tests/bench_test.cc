@@ -1,0 +1,224 @@
+// `1bit bench` and `1bit tune` end to end: against the fake engine with fixed timings (every row,
+// "+0.0%", the record's sample counts, the HTML, the lock, Ctrl-C, no serve left behind), and
+// against the real engine on a random-weight model.
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+#include "synth.h"
+#include "test_support.h"
+
+namespace onebit::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Processes whose command line mentions `needle` (the test's private model path).
+std::vector<pid_t> processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (pid_t pid = 1; pid < 4194304; ++pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    if (!in) {
+      if (pid > 100000) break;
+      continue;
+    }
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos && process_alive(pid) && pid != getpid()) out.push_back(pid);
+  }
+  return out;
+}
+
+class BenchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.file("model.gguf");
+    write_gguf(model_, {{"general.architecture", std::string("llama")}});
+  }
+  std::map<std::string, std::string> fake(std::map<std::string, std::string> extra = {}) {
+    extra["ONEBIT_LLAMA_SERVER"] = fake_backend_binary();
+    extra["FAKE_CHUNK_MS"] = extra.count("FAKE_CHUNK_MS") ? extra["FAKE_CHUNK_MS"] : "1";
+    return extra;
+  }
+  std::vector<std::string> bench(std::vector<std::string> extra) {
+    std::vector<std::string> a = {onebit_binary(), "bench", "-m", model_, "--log-dir", dir_.file("logs"),
+                                  "--prompt-reps", "3", "--decode-reps", "2", "--decode-tokens", "8"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  TempDir dir_;
+  std::string model_;
+};
+
+TEST_F(BenchTest, SelfTestAgainstFixedTimings) {
+  RunResult r = run(bench({"--config", "base=", "--config", "other=-c 512", "--rounds", "2", "--json",
+                           dir_.file("r.json"), "--html", dir_.file("r.html")}),
+                    fake());
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Both configurations see the same fixed timings: every non-baseline median is +0.0%.
+  std::istringstream lines(r.out);
+  std::string header, base, other, extra;
+  std::getline(lines, header), std::getline(lines, base), std::getline(lines, other);
+  EXPECT_FALSE(std::getline(lines, extra)) << r.out;
+  for (const char* m : {"prompt tok/s", "decode-code tok/s", "decode-prose tok/s", "decode-short tok/s", "ttft ms"})
+    EXPECT_NE(header.find(m), std::string::npos) << m;
+  EXPECT_EQ(base.rfind("base ", 0), 0u);
+  EXPECT_NE(base.find("3000.0 / 3000.0"), std::string::npos) << base;
+  EXPECT_EQ(base.find("%"), std::string::npos);
+  EXPECT_EQ(other.rfind("other ", 0), 0u);
+  EXPECT_NE(other.find("3000.0 / 3000.0 (+0.0%)"), std::string::npos) << other;
+  EXPECT_NE(other.find("100.0 / 100.0 (+0.0%)"), std::string::npos) << other;
+
+  json rec = json::parse(read_file(dir_.file("r.json")));
+  EXPECT_EQ(rec["baseline"], "base");
+  EXPECT_EQ(rec["rounds"], 2);
+  EXPECT_EQ(rec["configs"][1]["args"], json({"-c", "512"}));
+  EXPECT_EQ(rec["facts"]["architecture"], "llama");
+  EXPECT_TRUE(rec["machine"].contains("cpu"));
+  EXPECT_EQ(rec["machine"]["engine"]["commit"], "80fb11ac73e66d89eae2c6a91d8a77428fa733ed");
+  std::map<std::pair<std::string, std::string>, int> counts;
+  for (const auto& s : rec["samples"]) counts[{s["config"], s["metric"]}]++;
+  for (const char* c : {"base", "other"}) {
+    EXPECT_EQ((counts[{c, "prompt"}]), 2 * 3) << c;
+    for (const char* m : {"decode-code", "decode-prose", "decode-short"}) EXPECT_EQ((counts[{c, m}]), 2 * 2) << c << m;
+    EXPECT_EQ((counts[{c, "ttft"}]), 2 * 3 * 2) << c;
+    EXPECT_EQ((counts[{c, "acceptance"}]), 0) << c;  // no drafter, no acceptance
+  }
+  // Rounds interleave: base, other, base, other, each with its own serve and log.
+  std::vector<std::string> order;
+  for (const auto& s : rec["samples"])
+    if (s["metric"] == "prompt" && (order.empty() || order.back() != s["config"].get<std::string>() + std::to_string(s["round"].get<int>())))
+      order.push_back(s["config"].get<std::string>() + std::to_string(s["round"].get<int>()));
+  EXPECT_EQ(order, (std::vector<std::string>{"base1", "other1", "base2", "other2"}));
+  for (const char* log : {"base-round1.log", "other-round1.log", "base-round2.log", "other-round2.log"})
+    EXPECT_NE(read_file(dir_.file("logs/") + log).find("1bit serve: ready on"), std::string::npos) << log;
+
+  std::string html = read_file(dir_.file("r.html"));
+  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);  // nothing to fetch: it opens offline
+  EXPECT_EQ(html.find("href="), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_TRUE(processes_mentioning(model_).empty());
+}
+
+TEST_F(BenchTest, BadInput) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--config", "nameonly"}, "--config \"nameonly\": expected NAME=ARGS"},
+           {{"--config", "a=", "--config", "a=-c 1"}, "--config: the name \"a\" is used twice"},
+           {{"--config", "a=-m x.gguf"}, "--config a: -m is set by bench for every configuration"},
+           {{"--config", "a='open"}, "unterminated single quote in: 'open"},
+           {{}, "at least one --config NAME=ARGS is needed (the first is the baseline)"},
+           {{"--config", "a=", "--rounds", "0"}, "--rounds: 0 is out of range"},
+       }) {
+    RunResult r = run(bench(c.args), fake());
+    EXPECT_EQ(r.code, 1) << c.message;
+    EXPECT_NE(r.err.find("1bit bench: " + c.message), std::string::npos) << r.err;
+  }
+  RunResult none = run(bench({"--config", "a="}), fake({{"FAKE_NO_TIMINGS", "1"}}));
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("the engine's response has no \"timings\" object"), std::string::npos) << none.err;
+  RunResult dead = run(bench({"--config", "a="}), fake({{"FAKE_EXIT_DURING_LOAD", "4"}}));
+  EXPECT_EQ(dead.code, 1);
+  EXPECT_NE(dead.err.find("config a: serve exited with code 1 before it was ready"), std::string::npos) << dead.err;
+  EXPECT_TRUE(processes_mentioning(model_).empty());
+}
+
+TEST_F(BenchTest, TheLockSerializesRuns) {
+  const std::string lock = dir_.file("box.lock");
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);  // not inherited by the bench
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  Subprocess b(bench({"--config", "a=", "--rounds", "1", "--lock", lock}), fake(), dir_.path());
+  ASSERT_TRUE(b.wait_for_stderr("1bit bench: waiting for lock " + lock, 10s)) << b.err();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_FALSE(b.wait(0ms).has_value());
+  EXPECT_TRUE(child_pids(b.pid()).empty());  // nothing started while waiting
+  ::close(fd);
+  EXPECT_EQ(b.wait(60s), 0) << b.err();
+}
+
+TEST_F(BenchTest, CtrlCStopsEveryServe) {
+  Subprocess b(bench({"--config", "a=", "--rounds", "3"}), fake({{"FAKE_CHUNKS", "400"}, {"FAKE_CHUNK_MS", "20"}}),
+               dir_.path());
+  ASSERT_TRUE(b.wait_for_stderr("round 1/3, a: starting serve", 10s)) << b.err();
+  for (int i = 0; i < 100 && processes_mentioning(model_).size() < 2; ++i) std::this_thread::sleep_for(50ms);
+  auto running = processes_mentioning(model_);
+  ASSERT_GE(running.size(), 2u);  // serve and its engine
+  std::this_thread::sleep_for(1s);
+  b.signal(SIGINT);
+  auto code = b.wait(30s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 130) << b.err();
+  EXPECT_NE(b.err().find("interrupted; every serve it started is stopped"), std::string::npos) << b.err();
+  for (pid_t p : running) EXPECT_TRUE(wait_process_gone(p, 5s)) << p;
+}
+
+TEST_F(BenchTest, TuneWritesAWinnerAsARecipe) {
+  const std::string recipes = dir_.file("tuned.json");
+  RunResult r = run({onebit_binary(), "tune", "-m", model_, "--try", "-ub 1024", "--try", "-b 256", "--metric",
+                     "decode-code", "--rounds", "2", "--prompt-reps", "1", "--decode-reps", "2", "--decode-tokens", "8",
+                     "--log-dir", dir_.file("logs"), "--write", recipes},
+                    fake({{"FAKE_FAST_FLAG", "-ub"}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1bit tune: -ub 1024: decode-code median 100 -> 200, gain 100% against noise 0%: wins"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1bit tune: -b 256: decode-code median 100 -> 100, gain 0% against noise 0%: no win"),
+            std::string::npos) << r.err;
+  json file = json::parse(read_file(recipes));
+  ASSERT_EQ(file["recipes"].size(), 1u);
+  json entry = file["recipes"][0];
+  EXPECT_EQ(entry["id"], "llama-cpu-ub-1024");
+  EXPECT_EQ(entry["args"], json({"-ub", "1024"}));
+  EXPECT_EQ(entry["match"]["device"], json({"cpu"}));
+  EXPECT_EQ(entry["match"]["architecture"], json({"llama"}));
+  EXPECT_EQ(entry["match"]["moe"], false);
+  EXPECT_NE(entry["measured"].get<std::string>().find("model.gguf, "), std::string::npos);
+  EXPECT_NE(entry["measured"].get<std::string>().find(", decode-code 100 -> 200 tok/s, 20"), std::string::npos)
+      << entry["measured"];
+  // The written file is a valid recipes file that serve applies.
+  RunResult dry = run({onebit_binary(), "serve", "-m", model_, "--recipes", recipes, "--dry-run", "--device", "cpu"},
+                      fake());
+  EXPECT_EQ(dry.code, 0) << dry.err;
+  EXPECT_EQ(dry.err, "1bit serve: recipe llama-cpu-ub-1024: -ub 1024\n");
+  // A second win gets a fresh id.
+  RunResult again = run({onebit_binary(), "tune", "-m", model_, "--try", "-ub 1024", "--rounds", "1", "--prompt-reps", "1",
+                         "--decode-reps", "1", "--decode-tokens", "8", "--log-dir", dir_.file("logs"), "--write", recipes},
+                        fake({{"FAKE_FAST_FLAG", "-ub"}}));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(json::parse(read_file(recipes))["recipes"][1]["id"], "llama-cpu-ub-1024-2");
+  RunResult bad = run({onebit_binary(), "tune", "-m", model_, "--try", "--ubatchsize 1"}, fake());
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("\"--ubatchsize\" is not a llama-server option"), std::string::npos) << bad.err;
+}
+
+TEST(BenchEngine, RealEngineOnARandomModel) {
+  TempDir dir;
+  SynthOptions o;
+  o.vocab_dir = vocab_dir();
+  write_synth_model(*find_synth_shape("tiny-llama"), o, dir.file("tiny.gguf"));
+  RunResult r = run({onebit_binary(), "bench", "-m", dir.file("tiny.gguf"), "--config", "base=", "--config",
+                     "small-ub=-- -ub 32", "--rounds", "2", "--prompt-reps", "2", "--decode-reps", "1",
+                     "--decode-tokens", "32", "--prompt-chars", "2000", "--log-dir", dir.file("logs"), "--json",
+                     dir.file("r.json")},
+                    {}, 300s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json rec = json::parse(read_file(dir.file("r.json")));
+  for (const auto& s : rec["samples"]) EXPECT_GT(s["value"].get<double>(), 0) << s.dump();
+  EXPECT_EQ(rec["summary"]["base"]["prompt"]["n"], 4);
+  EXPECT_GT(rec["summary"]["base"]["decode-code"]["median"].get<double>(), 0);
+  EXPECT_NE(r.out.find("small-ub"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace onebit::testing
