@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "error.h"
 #include "ggml.h"
@@ -84,44 +85,120 @@ uint32_t file_type_of(ggml_type t) {
   }
 }
 
+// What a tensor holds: random weights, ones (norms), or one of the delta-net's parameters.
+enum class Fill { kWeight, kOnes, kDecay, kZero };
+
 struct TensorSpec {
   std::string name;
-  int64_t ne0, ne1;  // ne1 == 1 for vectors
-  bool norm;         // filled with ones, kept in F32
+  std::vector<int64_t> ne;  // ggml order: ne[0] is the input dimension
+  Fill fill = Fill::kWeight;
+  bool keep_f32 = false;    // stays F32 whatever the weight type (norms, small parameters)
 };
+
+TensorSpec weight(std::string name, std::vector<int64_t> ne) { return {std::move(name), std::move(ne), Fill::kWeight, false}; }
+TensorSpec norm(std::string name, int64_t n) { return {std::move(name), {n}, Fill::kOnes, true}; }
 
 std::vector<TensorSpec> tensor_specs(const SynthShape& s, int64_t n_vocab) {
   const int64_t hd = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
   std::vector<TensorSpec> t;
-  t.push_back({"token_embd.weight", s.n_embd, n_vocab, false});
+  t.push_back(weight("token_embd.weight", {s.n_embd, n_vocab}));
+  const bool hybrid = s.architecture == "qwen35";
   for (int64_t i = 0; i < s.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
-    t.push_back({b + "attn_norm.weight", s.n_embd, 1, true});
-    t.push_back({b + "attn_q.weight", s.n_embd, s.n_head * hd, false});
-    t.push_back({b + "attn_k.weight", s.n_embd, s.n_head_kv * hd, false});
-    t.push_back({b + "attn_v.weight", s.n_embd, s.n_head_kv * hd, false});
-    t.push_back({b + "attn_output.weight", s.n_head * hd, s.n_embd, false});
-    if (s.architecture == "qwen3") {
-      t.push_back({b + "attn_q_norm.weight", hd, 1, true});
-      t.push_back({b + "attn_k_norm.weight", hd, 1, true});
+    t.push_back(norm(b + "attn_norm.weight", s.n_embd));
+    const bool recurrent = hybrid && (i + 1) % s.full_attention_interval != 0;
+    if (recurrent) {
+      // Gated delta-net: fused q/k/v projection, output gate, short convolution, decay.
+      const int64_t key_dim = s.ssm_state * s.ssm_groups, value_dim = s.ssm_state * s.ssm_heads;
+      t.push_back(weight(b + "attn_qkv.weight", {s.n_embd, 2 * key_dim + value_dim}));
+      t.push_back(weight(b + "attn_gate.weight", {s.n_embd, value_dim}));
+      t.push_back({b + "ssm_conv1d.weight", {s.ssm_conv, 2 * key_dim + value_dim}, Fill::kWeight, true});
+      t.push_back({b + "ssm_dt.bias", {s.ssm_heads}, Fill::kZero, true});
+      t.push_back({b + "ssm_a", {s.ssm_heads}, Fill::kDecay, true});
+      t.push_back(weight(b + "ssm_beta.weight", {s.n_embd, s.ssm_heads}));
+      t.push_back(weight(b + "ssm_alpha.weight", {s.n_embd, s.ssm_heads}));
+      t.push_back(norm(b + "ssm_norm.weight", s.ssm_state));
+      t.push_back(weight(b + "ssm_out.weight", {value_dim, s.n_embd}));
+    } else {
+      // Attention; the hybrid's query carries its output gate (twice as wide).
+      t.push_back(weight(b + "attn_q.weight", {s.n_embd, s.n_head * hd * (hybrid ? 2 : 1)}));
+      t.push_back(weight(b + "attn_k.weight", {s.n_embd, s.n_head_kv * hd}));
+      t.push_back(weight(b + "attn_v.weight", {s.n_embd, s.n_head_kv * hd}));
+      t.push_back(weight(b + "attn_output.weight", {s.n_head * hd, s.n_embd}));
+      if (s.architecture != "llama") {
+        t.push_back(norm(b + "attn_q_norm.weight", hd));
+        t.push_back(norm(b + "attn_k_norm.weight", hd));
+      }
     }
-    t.push_back({b + "ffn_norm.weight", s.n_embd, 1, true});
-    t.push_back({b + "ffn_gate.weight", s.n_embd, s.n_ff, false});
-    t.push_back({b + "ffn_up.weight", s.n_embd, s.n_ff, false});
-    t.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, false});
+    t.push_back(norm(b + (hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd));
+    if (s.n_expert > 0) {
+      t.push_back(weight(b + "ffn_gate_inp.weight", {s.n_embd, s.n_expert}));
+      t.push_back(weight(b + "ffn_gate_exps.weight", {s.n_embd, s.n_ff_expert, s.n_expert}));
+      t.push_back(weight(b + "ffn_up_exps.weight", {s.n_embd, s.n_ff_expert, s.n_expert}));
+      t.push_back(weight(b + "ffn_down_exps.weight", {s.n_ff_expert, s.n_embd, s.n_expert}));
+    } else {
+      t.push_back(weight(b + "ffn_gate.weight", {s.n_embd, s.n_ff}));
+      t.push_back(weight(b + "ffn_up.weight", {s.n_embd, s.n_ff}));
+      t.push_back(weight(b + "ffn_down.weight", {s.n_ff, s.n_embd}));
+    }
   }
-  t.push_back({"output_norm.weight", s.n_embd, 1, true});
-  if (!s.tied_embeddings) t.push_back({"output.weight", s.n_embd, n_vocab, false});
+  t.push_back(norm("output_norm.weight", s.n_embd));
+  if (!s.tied_embeddings) t.push_back(weight("output.weight", {s.n_embd, n_vocab}));
   return t;
+}
+
+// Fills rows [r0, r1) of a tensor and converts them to its type. Rows are seeded one by one, so
+// the bytes do not depend on how rows are split among threads.
+void fill_rows(const TensorSpec& s, ggml_type t, uint64_t seed, int64_t tensor, int64_t r0, int64_t r1,
+               const std::vector<bool>& silent, bool output, uint8_t* dst) {
+  const int64_t n = s.ne[0];
+  const size_t row_bytes = ggml_row_size(t, n);
+  const float scale = std::sqrt(3.0f / static_cast<float>(n));
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t r = r0; r < r1; ++r) {
+    Rng rng{seed * 0x100000001B3ull ^ (static_cast<uint64_t>(tensor) << 40) ^ static_cast<uint64_t>(r)};
+    const bool zero = s.fill == Fill::kZero || (output && silent[static_cast<size_t>(r % static_cast<int64_t>(silent.size()))]);
+    for (auto& v : row) {
+      switch (s.fill) {
+        case Fill::kOnes: v = 1.0f; break;
+        case Fill::kDecay: v = -std::exp(rng.uniform() * 2.0f - 1.0f); break;  // -exp(A_log), A_log in [-3, 1]
+        default: v = zero ? 0.0f : rng.uniform() * scale;
+      }
+    }
+    uint8_t* out = dst + static_cast<size_t>(r - r0) * row_bytes;
+    if (t == GGML_TYPE_F32) std::memcpy(out, row.data(), row_bytes);
+    else if (t == GGML_TYPE_F16) ggml_fp32_to_fp16_row(row.data(), reinterpret_cast<ggml_fp16_t*>(out), n);
+    else ggml_quantize_chunk(t, row.data(), out, 0, 1, n, nullptr);
+  }
 }
 
 }  // namespace
 
 const std::vector<SynthShape>& synth_shapes() {
   static const std::vector<SynthShape> shapes = {
-      // Small enough for CI: loads in well under a second, runs a few hundred tokens/s on 2 cores.
-      {"tiny-llama", "llama", "llama-spm", 64, 2, 4, 2, 0, 128, 2048, 10000, false},
-      {"tiny-qwen3", "qwen3", "qwen2", 64, 2, 4, 2, 32, 192, 4096, 1000000, true},
+      // Small ones for tests: load in well under a second, a few hundred tokens/s on 2 cores.
+      {.name = "tiny-llama", .architecture = "llama", .vocab = "llama-spm", .n_embd = 64, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 128, .n_ctx = 2048, .note = "test size"},
+      {.name = "tiny-qwen3", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .head_dim = 32, .n_ff = 192, .rope_base = 1e6, .tied_embeddings = true, .note = "test size"},
+      {.name = "tiny-qwen3moe", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .head_dim = 32, .rope_base = 1e6, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 64,
+       .note = "test size"},
+      {.name = "tiny-qwen35", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 128, .n_layer = 4, .n_head = 4,
+       .n_head_kv = 2, .head_dim = 64, .n_ff = 256, .rope_base = 1e7, .tied_embeddings = true, .ssm_state = 32,
+       .ssm_groups = 2, .ssm_heads = 4, .n_rot = 16, .note = "test size"},
+      // Real shapes.
+      {.name = "llama3-8b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 4096, .n_layer = 32, .n_head = 32,
+       .n_head_kv = 8, .n_ff = 14336, .n_ctx = 8192, .rope_base = 500000, .note = "Llama 3 8B"},
+      {.name = "qwen3-8b", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 4096, .n_layer = 36, .n_head = 32,
+       .n_head_kv = 8, .head_dim = 128, .n_ff = 12288, .n_ctx = 40960, .rope_base = 1e6, .note = "Qwen3 8B"},
+      {.name = "qwen3-30b-a3b", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 2048, .n_layer = 48, .n_head = 32,
+       .n_head_kv = 4, .head_dim = 128, .n_ctx = 40960, .rope_base = 1e6, .n_expert = 128, .n_expert_used = 8,
+       .n_ff_expert = 768, .note = "Qwen3 30B-A3B (MoE, 128 experts, 8 used)"},
+      {.name = "qwen35-9b", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 4096, .n_layer = 32, .n_head = 16,
+       .n_head_kv = 4, .head_dim = 256, .n_ff = 12288, .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128,
+       .ssm_groups = 16, .ssm_heads = 32, .n_rot = 64,
+       .note = "a Qwen3.5-style hybrid of about 9B: 3 gated delta-net layers to 1 attention layer"},
   };
   return shapes;
 }
@@ -130,6 +207,16 @@ const SynthShape* find_synth_shape(const std::string& name) {
   for (const auto& s : synth_shapes())
     if (s.name == name) return &s;
   return nullptr;
+}
+
+int64_t synth_parameter_count(const SynthShape& shape, int64_t n_vocab) {
+  int64_t n = 0;
+  for (const auto& t : tensor_specs(shape, n_vocab)) {
+    int64_t e = 1;
+    for (int64_t d : t.ne) e *= d;
+    n += e;
+  }
+  return n;
 }
 
 void write_synth_model(const SynthShape& shape, const SynthOptions& options, const std::string& out,
@@ -167,25 +254,42 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
                      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
   }
   const int64_t hd = shape.head_dim > 0 ? shape.head_dim : shape.n_embd / shape.n_head;
-  gguf_set_val_u32(g.get(), (a + ".context_length").c_str(), static_cast<uint32_t>(shape.n_ctx));
-  gguf_set_val_u32(g.get(), (a + ".embedding_length").c_str(), static_cast<uint32_t>(shape.n_embd));
-  gguf_set_val_u32(g.get(), (a + ".block_count").c_str(), static_cast<uint32_t>(shape.n_layer));
-  gguf_set_val_u32(g.get(), (a + ".feed_forward_length").c_str(), static_cast<uint32_t>(shape.n_ff));
-  gguf_set_val_u32(g.get(), (a + ".attention.head_count").c_str(), static_cast<uint32_t>(shape.n_head));
-  gguf_set_val_u32(g.get(), (a + ".attention.head_count_kv").c_str(), static_cast<uint32_t>(shape.n_head_kv));
-  gguf_set_val_u32(g.get(), (a + ".attention.key_length").c_str(), static_cast<uint32_t>(hd));
-  gguf_set_val_u32(g.get(), (a + ".attention.value_length").c_str(), static_cast<uint32_t>(hd));
-  gguf_set_val_u32(g.get(), (a + ".rope.dimension_count").c_str(), static_cast<uint32_t>(hd));
+  auto u32 = [&](const std::string& key, int64_t v) { gguf_set_val_u32(g.get(), (a + "." + key).c_str(), static_cast<uint32_t>(v)); };
+  u32("context_length", shape.n_ctx);
+  u32("embedding_length", shape.n_embd);
+  u32("block_count", shape.n_layer);
+  u32("feed_forward_length", shape.n_ff);
+  u32("attention.head_count", shape.n_head);
+  u32("attention.head_count_kv", shape.n_head_kv);
+  u32("attention.key_length", hd);
+  u32("attention.value_length", hd);
+  u32("rope.dimension_count", shape.n_rot > 0 ? shape.n_rot : hd);
   gguf_set_val_f32(g.get(), (a + ".rope.freq_base").c_str(), static_cast<float>(shape.rope_base));
   gguf_set_val_f32(g.get(), (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-6f);
+  if (shape.n_expert > 0) {
+    u32("expert_count", shape.n_expert);
+    u32("expert_used_count", shape.n_expert_used);
+    u32("expert_feed_forward_length", shape.n_ff_expert);
+  }
+  if (shape.architecture == "qwen35") {
+    u32("ssm.conv_kernel", shape.ssm_conv);
+    u32("ssm.state_size", shape.ssm_state);
+    u32("ssm.group_count", shape.ssm_groups);
+    u32("ssm.time_step_rank", shape.ssm_heads);
+    u32("ssm.inner_size", shape.ssm_state * shape.ssm_heads);
+    u32("full_attention_interval", shape.full_attention_interval);
+    // Text only: every rotary pair in the first (temporal) section.
+    const int32_t sections[4] = {static_cast<int32_t>((shape.n_rot > 0 ? shape.n_rot : hd) / 2), 0, 0, 0};
+    gguf_set_arr_data(g.get(), (a + ".rope.dimension_sections").c_str(), GGUF_TYPE_INT32, sections, 4);
+  }
 
   const auto specs = tensor_specs(shape, n_vocab);
   ggml_init_params ip{ggml_tensor_overhead() * (specs.size() + 1), nullptr, /*no_alloc=*/true};
   std::unique_ptr<ggml_context, GgmlDeleter> meta(ggml_init(ip));
   for (const auto& s : specs) {
-    ggml_type t = s.norm ? GGML_TYPE_F32 : wtype;
-    if (ggml_blck_size(t) > 1 && s.ne0 % ggml_blck_size(t) != 0) t = GGML_TYPE_F16;
-    ggml_tensor* x = s.ne1 == 1 ? ggml_new_tensor_1d(meta.get(), t, s.ne0) : ggml_new_tensor_2d(meta.get(), t, s.ne0, s.ne1);
+    ggml_type t = s.keep_f32 ? GGML_TYPE_F32 : wtype;
+    if (ggml_blck_size(t) > 1 && s.ne[0] % ggml_blck_size(t) != 0) t = GGML_TYPE_F16;
+    ggml_tensor* x = ggml_new_tensor(meta.get(), t, static_cast<int>(s.ne.size()), s.ne.data());
     ggml_set_name(x, s.name.c_str());
     gguf_add_tensor(g.get(), x);
   }
@@ -198,29 +302,35 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
 
   uint64_t total = 0, written = 0;
   for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) total += gguf_get_tensor_size(g.get(), i);
-  std::vector<float> row;
-  std::vector<uint8_t> buf;
+  // Rows are made in parallel, a slab of at most 64 MiB at a time, and written in order.
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<uint8_t> slab;
   for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
     const TensorSpec& s = specs[static_cast<size_t>(i)];
     const ggml_type t = gguf_get_tensor_type(g.get(), i);
-    const size_t row_bytes = ggml_row_size(t, s.ne0);
-    const float scale = std::sqrt(3.0f / static_cast<float>(s.ne0));  // uniform with variance 1/fan_in
-    row.resize(static_cast<size_t>(s.ne0));
-    buf.resize(row_bytes);
+    const size_t row_bytes = ggml_row_size(t, s.ne[0]);
+    int64_t rows = 1;
+    for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
+    const bool output = s.name == "output.weight" || (shape.tied_embeddings && s.name == "token_embd.weight");
     if (std::fseek(f, static_cast<long>(data_offset + gguf_get_tensor_offset(g.get(), i)), SEEK_SET) != 0)
       throw Error(out + ": seek failed");
-    const bool output = s.name == "output.weight" || (shape.tied_embeddings && s.name == "token_embd.weight");
-    for (int64_t r = 0; r < s.ne1; ++r) {
-      Rng rng{options.seed * 0x100000001B3ull ^ (static_cast<uint64_t>(i) << 40) ^ static_cast<uint64_t>(r)};
-      const bool zero = output && silent[static_cast<size_t>(r)];
-      for (auto& v : row) v = s.norm ? 1.0f : zero ? 0.0f : rng.uniform() * scale;
-      if (t == GGML_TYPE_F32) std::memcpy(buf.data(), row.data(), row_bytes);
-      else if (t == GGML_TYPE_F16) ggml_fp32_to_fp16_row(row.data(), reinterpret_cast<ggml_fp16_t*>(buf.data()), s.ne0);
-      else ggml_quantize_chunk(t, row.data(), buf.data(), 0, 1, s.ne0, nullptr);
-      if (std::fwrite(buf.data(), 1, row_bytes, f) != row_bytes) throw Error(out + ": write failed (disk full?)");
-      written += row_bytes;
+    const int64_t slab_rows = std::max<int64_t>(1, static_cast<int64_t>((64u << 20) / row_bytes));
+    for (int64_t r0 = 0; r0 < rows; r0 += slab_rows) {
+      const int64_t r1 = std::min(rows, r0 + slab_rows);
+      slab.resize(static_cast<size_t>(r1 - r0) * row_bytes);
+      const int64_t per = (r1 - r0 + workers - 1) / workers;
+      std::vector<std::thread> pool;
+      for (unsigned w = 0; w < workers; ++w) {
+        const int64_t a0 = r0 + per * w, a1 = std::min(r1, a0 + per);
+        if (a0 >= a1) break;
+        pool.emplace_back(fill_rows, std::cref(s), t, options.seed, i, a0, a1, std::cref(silent), output,
+                          slab.data() + static_cast<size_t>(a0 - r0) * row_bytes);
+      }
+      for (auto& th : pool) th.join();
+      if (std::fwrite(slab.data(), 1, slab.size(), f) != slab.size()) throw Error(out + ": write failed (disk full?)");
+      written += slab.size();
+      if (progress) progress(written, total);
     }
-    if (progress) progress(written, total);
   }
   if (std::fflush(f) != 0) throw Error(out + ": write failed");
 }

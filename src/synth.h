@@ -2,8 +2,9 @@
 // tokenizer, written with ggml's gguf API. They load and run in the engine, so serve, bench and
 // tests can use a model of any size without downloading one.
 //
-// Weights are drawn from N(0, 1/sqrt(fan_in)) and norms are 1, which keeps activations finite
-// through any depth; outputs are meaningless text, speeds are real.
+// Weights are uniform with variance 1/fan_in, norms are 1, and the gated delta-net's decay
+// parameters sit in the ranges trained models have, which keeps activations finite through any
+// depth; outputs are meaningless text, speeds are real.
 #pragma once
 
 #include <cstdint>
@@ -14,18 +15,24 @@
 namespace onebit {
 
 struct SynthShape {
-  std::string name;          // "tiny-llama"
-  std::string architecture;  // "llama" or "qwen3"
-  std::string vocab;         // engine vocab file stem: "llama-spm", "qwen2", "llama-bpe"
+  std::string name;          // "llama3-8b"
+  std::string architecture;  // llama, qwen3 (dense), qwen3moe (MoE), qwen35 (hybrid delta-net)
+  std::string vocab;         // engine vocab file stem: "llama-spm", "qwen2", "llama-bpe", "qwen35"
   int64_t n_embd = 0;
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;      // 0: n_embd / n_head
-  int64_t n_ff = 0;
+  int64_t n_ff = 0;          // dense FFN width (0 for MoE)
   int64_t n_ctx = 4096;      // context_length written into the file
   double rope_base = 10000;
   bool tied_embeddings = false;
+  // MoE (qwen3moe)
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+  // Hybrid (qwen35): gated delta-net layers, every `full_attention_interval`-th layer attention
+  int64_t ssm_state = 0, ssm_groups = 0, ssm_heads = 0, ssm_conv = 4, full_attention_interval = 4;
+  int64_t n_rot = 0;         // rotary dimensions (0: head_dim)
+  std::string note;          // where the shape comes from
 };
 
 // The shapes 1bit knows, by name.
@@ -37,6 +44,9 @@ struct SynthOptions {
   uint64_t seed = 1;
   std::string vocab_dir;     // where ggml-vocab-<vocab>.gguf files are
 };
+
+// Parameters of a shape with a vocabulary of `n_vocab` tokens (its tensors' element count).
+int64_t synth_parameter_count(const SynthShape& shape, int64_t n_vocab);
 
 // Writes the model to `out`. `progress` (may be null) receives (bytes written, total bytes).
 // Throws Error for an unknown type, a missing vocab file or a write failure.
