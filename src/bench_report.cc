@@ -92,11 +92,18 @@ std::string bench_html(const BenchRecord& r) {
   std::ostringstream h;
   h << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>1bit bench: "
     << escape_html(r.model) << "</title>\n<style>body{font:14px sans-serif;margin:2em;color:#222}"
-    << "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-    << "th:first-child,td:first-child{text-align:left}.chart{margin:1.5em 0}code{background:#f4f4f4}</style></head><body>\n";
-  h << "<h1>1bit bench</h1>\n<p>Model <code>" << escape_html(r.model) << "</code> (" << escape_html(r.facts.dump())
-    << "), " << r.rounds << " rounds, " << escape_html(r.started) << " to " << escape_html(r.finished) << ".</p>\n";
-  h << "<p>Machine: <code>" << escape_html(r.machine.dump()) << "</code></p>\n<h2>Configurations</h2>\n<table><tr><th>name</th><th>serve arguments</th></tr>\n";
+    << "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
+    << ".chart{margin:1.5em 0}code{background:#f4f4f4}pre{overflow-x:auto}</style></head><body>\n";
+  auto rows = [&](const nlohmann::json& j) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      h << "<tr><th>" << escape_html(it.key()) << "</th><td>"
+        << escape_html(it->is_string() ? it->get<std::string>() : it->dump()) << "</td></tr>\n";
+  };
+  h << "<h1>1bit bench</h1>\n<p>Model <code>" << escape_html(r.model) << "</code>, " << r.rounds << " rounds, "
+    << escape_html(r.started) << " to " << escape_html(r.finished) << ".</p>\n<table>\n";
+  rows(r.facts);
+  rows(r.machine);
+  h << "</table>\n<h2>Configurations</h2>\n<table><tr><th>name</th><th>serve arguments</th></tr>\n";
   for (size_t i = 0; i < r.configs.size(); ++i) {
     std::string args;
     for (const auto& a : r.configs[i].args) args += (args.empty() ? "" : " ") + a;
