@@ -9,6 +9,7 @@
 #include "bench_command.h"
 #include "embedded.h"
 #include "facts_command.h"
+#include "lemonade_command.h"
 #include "serve.h"
 #include "serve_options.h"
 #include "synth_command.h"
@@ -30,6 +31,7 @@ const Command kCommands[] = {
     {"synth", onebit::run_synth, "write a random-weight model of a known shape"},
     {"bench", onebit::run_bench_command, "measure serve configurations A/B in one run"},
     {"tune", onebit::run_tune_command, "bench candidate engine arguments and write winners as recipes"},
+    {"lemonade", onebit::run_lemonade, "serve many models behind Lemonade's API, loaded on demand"},
     {"version", run_version, "print 1bit's version and the engine it runs"},
     {"help", run_help, "print this help, or a command's help (1bit help serve)"},
 };
@@ -60,6 +62,7 @@ int run_help(const std::vector<std::string>& args) {
   std::cout << "\n" << onebit::facts_usage();
   std::cout << "\n" << onebit::synth_usage();
   std::cout << "\n" << onebit::bench_usage();
+  std::cout << "\n" << onebit::lemonade_usage();
   std::cout << "\nenvironment:\n"
                "  ONEBIT_LLAMA_SERVER       the engine binary serve starts (like --llama-server)\n"
                "  ONEBIT_API_KEY            the key serve requires (like --api-key)\n"

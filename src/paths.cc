@@ -21,13 +21,29 @@ std::string engine_vocab_dir() {
   return (fs::path(executable_dir()) / ".." / "share" / "vocab").lexically_normal().string();
 }
 
-std::string default_model_path() {
+namespace {
+
+std::vector<fs::path> model_dirs() {
   std::vector<fs::path> dirs;
   if (const char* d = std::getenv("ONEBIT_MODELS_DIR"); d && *d) dirs.emplace_back(d);
   const fs::path exe = executable_dir();
-  dirs.push_back(exe / ".." / ".." / "models");
-  dirs.push_back(exe / ".." / "share" / "1bit" / "models");
-  for (const fs::path& dir : dirs) {
+  dirs.push_back((exe / ".." / ".." / "models").lexically_normal());
+  dirs.push_back((exe / ".." / "share" / "1bit" / "models").lexically_normal());
+  return dirs;
+}
+
+}  // namespace
+
+std::string default_models_dir() {
+  for (const fs::path& dir : model_dirs()) {
+    std::error_code ec;
+    if (fs::is_directory(dir, ec)) return dir.string();
+  }
+  return "";
+}
+
+std::string default_model_path() {
+  for (const fs::path& dir : model_dirs()) {
     std::error_code ec;
     std::vector<std::string> found;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {

@@ -13,5 +13,7 @@ std::string engine_vocab_dir();      // share/vocab
 // The default model: the first models/1bit-tiny-*.gguf that is not a drafter, looked for in
 // $ONEBIT_MODELS_DIR, then the checkout's models/, then share/1bit/models; "" when none.
 std::string default_model_path();
+// The first of those directories that exists; "" when none does.
+std::string default_models_dir();
 
 }  // namespace onebit
