@@ -152,7 +152,9 @@ CatalogEntry Catalog::pull(const std::string& name, const std::string& checkpoin
       throw Error("model_name \"" + name + "\": use letters, digits, '.', '-' and '_' only");
   const std::string path = resolve(checkpoint);
   if (path.empty()) {
-    if (fs::path(checkpoint).extension() == ".gguf")
+    const fs::path cp(checkpoint);
+    std::error_code ec;
+    if (cp.is_absolute() || checkpoint.find("..") != std::string::npos || cp.extension() == ".gguf" || fs::exists(cp, ec))
       throw Error("checkpoint \"" + checkpoint + "\" is not a GGUF file inside the models directories");
     throw Error("cannot pull \"" + checkpoint + "\": this server does not download models (it has no network "
                 "access to model hubs); copy the GGUF into a models directory and pull it by file name");

@@ -187,7 +187,7 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   return m;
 }
 
-void ModelManager::stop_when_idle(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadedModel>& m) {
+void ModelManager::stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m) {
   idle_cv_.wait(lock, [&] { return m->busy == 0; });
   loaded_.erase(m->name);
   lock.unlock();
@@ -214,7 +214,8 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
   json options = json::object();
   if (config_.ctx_size) options["ctx_size"] = *config_.ctx_size;
   if (!config_.llamacpp_args.empty()) options["llamacpp_args"] = config_.llamacpp_args;
-  for (auto& [k, v] : catalog_.saved_options(name).items()) options[k] = v;
+  const json saved = catalog_.saved_options(name);  // a named copy: items() of a temporary would dangle
+  for (auto& [k, v] : saved.items()) options[k] = v;
   for (auto& [k, v] : req_options.items()) options[k] = v;
 
   std::unique_lock<std::mutex> lock(mu_);

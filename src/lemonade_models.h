@@ -97,7 +97,8 @@ class ModelManager {
   nlohmann::json load_locked(const std::string& name, const nlohmann::json& request, const nlohmann::json& options,
                              bool only_if_missing);
   std::shared_ptr<LoadedModel> start_backend(const CatalogEntry& entry, const nlohmann::json& options);
-  void stop_when_idle(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadedModel>& m);
+  // Takes its own reference: it erases the map entry that a caller's reference might point into.
+  void stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m);
   void release(LoadedModel& m);
   void monitor();
   std::unique_ptr<ChildProcess> spawn(const ChildSpec& spec);
