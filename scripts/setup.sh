@@ -9,7 +9,7 @@ build=(build-essential:c++ cmake:cmake git:git ccache:ccache pkg-config:pkg-conf
        nlohmann-json3-dev:/usr/include/nlohmann/json.hpp nodejs:node npm:npm)
 tests=(clang:clang++ libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
        googletest:/usr/src/googletest libgtest-dev:/usr/include/gtest/gtest.h
-       libcpp-httplib-dev:/usr/include/httplib.h)
+       libcpp-httplib-dev:/usr/include/httplib.h chromium:/usr/bin/chromium)
 
 want=("${build[@]}")
 [ "${1:-}" = "--with-tests" ] && want+=("${tests[@]}")

@@ -348,6 +348,23 @@ TEST(LemonadeSecurity, KeysPathsAndBadRequests) {
   EXPECT_EQ(l.post("/api/v1/delete", {{"model_name", "1bit-tiny"}}, key).status, 422);
 }
 
+TEST(LemonadeModels, EmbeddingsFromAModelLabelledSo) {
+  Lemonade l({"--max-loaded-models", "1"});
+  HttpResult p = l.post("/api/v1/pull", {{"model_name", "embed"}, {"checkpoint", "synth-llama.gguf"}, {"embeddings", true}});
+  ASSERT_EQ(p.status, 200) << p.body;
+  ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "user.embed"}, {"llamacpp_args", "--pooling mean"}}).status, 200);
+  HttpResult r = l.post("/api/v1/embeddings", {{"model", "user.embed"}, {"input", "hello world"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["data"][0]["embedding"].size(), 64u);  // tiny-llama is 64 wide
+  // An llm loaded beside it does not evict it: the limit is per type.
+  l.chat("1bit-tiny", "hi", 2);
+  EXPECT_EQ(l.loaded(), (std::vector<std::string>{"1bit-tiny", "user.embed"}));
+  json h = l.health();
+  for (const auto& m : h["all_models_loaded"])
+    EXPECT_EQ(m["type"], m["model_name"] == "user.embed" ? "embedding" : "llm");
+}
+
 TEST(LemonadeConfig, EnvironmentLikeLemonade) {
   Lemonade l({}, {{"LEMONADE_MAX_LOADED_MODELS", "3"}, {"LEMONADE_API_KEY", "envkey"}});
   EXPECT_EQ(l.get("/api/v1/health").status, 401);
