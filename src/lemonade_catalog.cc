@@ -32,6 +32,16 @@ bool is_gguf_file(const fs::path& p) {
   return p.extension() == ".gguf" && fs::is_regular_file(p, ec);
 }
 
+// Physical memory in GB: models larger than 80% of it are left out of the default listing.
+double memory_gb() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long long kb = 0;
+  while (in >> key >> kb)
+    if (key == "MemTotal:") return static_cast<double>(kb) * 1024.0 / 1e9;
+  return 0;
+}
+
 double gigabytes(const std::string& path) {
   std::error_code ec;
   auto n = fs::file_size(path, ec);
@@ -84,7 +94,7 @@ std::string Catalog::resolve(const std::string& checkpoint) const {
   return "";
 }
 
-std::vector<CatalogEntry> Catalog::list(bool all) const {
+std::vector<CatalogEntry> Catalog::list_all(bool all) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<CatalogEntry> out;
   std::vector<std::string> claimed;  // files that a registry or user entry names
@@ -136,6 +146,15 @@ std::vector<CatalogEntry> Catalog::list(bool all) const {
     }
   }
   return out;
+}
+
+std::vector<CatalogEntry> Catalog::list(bool all) const {
+  std::vector<CatalogEntry> entries = list_all(all);
+  if (all) return entries;
+  // As Lemonade does: what would not fit in memory is listed only with show_all.
+  static const double limit = 0.8 * memory_gb();
+  std::erase_if(entries, [](const CatalogEntry& e) { return limit > 0 && e.size_gb && *e.size_gb > limit; });
+  return entries;
 }
 
 std::optional<CatalogEntry> Catalog::find(const std::string& id) const {

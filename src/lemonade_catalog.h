@@ -33,7 +33,8 @@ class Catalog {
   // `state_dir` keeps user.* registrations and saved options across restarts.
   Catalog(std::vector<std::string> model_dirs, std::string state_dir);
 
-  // Every model (registry, files on disk, user registrations); `all` includes those not on disk.
+  // The models on disk (registry, files, user registrations), without those larger than 80% of
+  // memory; `all`: every model, those not on disk included.
   std::vector<CatalogEntry> list(bool all) const;
   std::optional<CatalogEntry> find(const std::string& id) const;
 
@@ -52,6 +53,7 @@ class Catalog {
   static nlohmann::json to_json(const CatalogEntry& e, const nlohmann::json& options);
 
  private:
+  std::vector<CatalogEntry> list_all(bool with_missing) const;
   std::string resolve(const std::string& checkpoint) const;  // "" when not inside a models dir
   void persist() const;
 
