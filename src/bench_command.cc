@@ -22,6 +22,7 @@
 #include "file_lock.h"
 #include "recipes.h"
 #include "paths.h"
+#include "process_setup.h"
 #include "shell.h"
 #include "tune.h"
 
@@ -93,13 +94,7 @@ std::vector<CliOption> tune_table(BenchCli& c) {
 class SignalWatch {
  public:
   explicit SignalWatch(std::atomic<bool>& stop) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    const sigset_t set = block_stop_signals();
     std::thread([set, &stop] {
       int sig;
       if (sigwait(&set, &sig) != 0) return;

@@ -1,7 +1,6 @@
 #include "lemonade_command.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include "lemonade_server.h"
 #include "net.h"
 #include "paths.h"
+#include "process_setup.h"
 
 namespace onebit {
 namespace {
@@ -114,18 +114,8 @@ int run_lemonade(const std::vector<std::string>& args) {
     std::vector<std::string> dirs = {o.models_dir};
     if (!o.extra_models_dir.empty()) dirs.push_back(o.extra_models_dir);
 
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    rlimit r{};
-    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-      r.rlim_cur = r.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &r);
-    }
+    const sigset_t signals = block_stop_signals();
+    raise_fd_limit();
 
     Catalog catalog(dirs, o.state_dir);
     Fd listener = listen_tcp(o.host, o.port);

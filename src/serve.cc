@@ -1,7 +1,6 @@
 #include "serve.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "long_route.h"
 #include "net.h"
 #include "paths.h"
+#include "process_setup.h"
 #include "proxy.h"
 #include "recipes.h"
 #include "serve_options.h"
@@ -70,16 +70,6 @@ std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts&
 
 // Waits for every engine's /health to answer 200, polling every 250 ms, while watching for
 // signals and engine exits. Throws Error on timeout or an exit; returns false on a signal.
-// Each client connection holds two descriptors (client and engine): use the hard limit, not the
-// soft default of 1024.
-void raise_fd_limit() {
-  rlimit r{};
-  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-    r.rlim_cur = r.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &r);
-  }
-}
-
 bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigset_t& signals) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (true) {
@@ -159,13 +149,7 @@ int serve(const ServeOptions& o) {
 
   // Signals are taken synchronously by this thread; every thread started from here on inherits
   // the block, so SIGINT/SIGTERM never interrupt the proxy's threads.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = block_stop_signals();
   raise_fd_limit();
 
   ProxyConfig pc;
