@@ -32,7 +32,8 @@ build-tests: setup-tests
 compile:
 	@prefix=$$(scripts/engine.sh $(ENGINE_FLAGS)) && \
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=$(CXX_COMPILER) \
-	      -DONEBIT_ENGINE_PREFIX="$$prefix" -DONEBIT_REQUIRE_TESTS=$(REQUIRE_TESTS) >/dev/null && \
+	      -DONEBIT_ENGINE_PREFIX="$$prefix" -DONEBIT_REQUIRE_TESTS=$(REQUIRE_TESTS) \
+	      -DONEBIT_CUDA=$(if $(ENGINE_FLAGS),ON,OFF) >/dev/null && \
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 serve: build

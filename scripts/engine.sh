@@ -189,7 +189,7 @@ rm -rf "$prefix"
 mkdir -p "$prefix/bin" "$prefix/lib" "$prefix/include" "$prefix/share"
 cp "$root/build/bin/llama-server" "$root/build/bin/ggml-rpc-server" "$root/build/bin/llama-bench" \
    "$root/build/bin/llama-perplexity" "$prefix/bin/"
-find "$root/build" -name 'libggml-base.a' -exec cp {} "$prefix/lib/" \;
+find "$root/build/ggml" -name 'libggml*.a' -exec cp {} "$prefix/lib/" \;  # 1bit and the kernel drivers link these
 cp "$root/src/ggml/include/"*.h "$prefix/include/"
 "$prefix/bin/llama-server" --help >"$prefix/share/llama-server-help.txt" 2>/dev/null \
   || die "llama-server --help failed"

@@ -1,0 +1,272 @@
+// The GEMV task's driver. Checks the kernel on every case (shape x mode x 1-8 columns) against
+// the float64 oracle, then with --bench-mode times it on the real shapes with cold L2 (several
+// copies of the weights, used in turn), times the engine's own MMVQ on the same data through
+// ggml's backend API in the same run, and prints the contract's lines:
+//   case <name> snr <dB> ...        one line per case
+//   SNR: <min dB>                   over all cases
+//   allclose: <true|false>
+//   wall_ms: <case> <sorted times>  per timed case (--bench-mode)
+//   case_ms: <case> <median>
+//
+//   gemv_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cases.h"
+#include "ggml-backend.h"
+#include "ggml-cuda.h"
+#include "ggml.h"
+#include "kernel.cuh"
+#include "reference.h"
+
+using namespace gemv;
+
+namespace {
+
+constexpr double kL2Bytes = 60e6;
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "gemv_driver: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+template <typename T>
+T* upload(const std::vector<T>& v) {
+  T* d = nullptr;
+  check_cuda(cudaMalloc(&d, v.size() * sizeof(T)), "cudaMalloc");
+  check_cuda(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  return d;
+}
+
+struct Options {
+  bool bench = false, engine = true;
+  std::string filter;
+  int reps = 20;
+};
+
+// The oracle for the checked rows of a shape, 8 columns; the columns of a smaller case are its
+// leading ones.
+struct Expected {
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  std::vector<std::vector<double>> per_col;  // [col] -> values over the checked rows
+};
+
+Expected expected_for(const Shape& s, const Problem& p) {
+  Expected e;
+  e.rows = checked_rows(s);
+  e.per_col.assign(8, {});
+  std::vector<double> part;
+  for (auto [r0, r1] : e.rows) {
+    oracle_rows(p, r0, r1, part);
+    const int64_t n = r1 - r0;
+    for (int c = 0; c < p.cols; ++c)
+      e.per_col[c].insert(e.per_col[c].end(), part.begin() + c * n, part.begin() + (c + 1) * n);
+  }
+  return e;
+}
+
+// The checked rows of a device result out[c * rows + r], the first `cols` columns.
+void gather(const Expected& e, const std::vector<float>& out, int64_t rows, int cols, std::vector<double>& want,
+            std::vector<float>& got) {
+  want.clear();
+  got.clear();
+  for (int c = 0; c < cols; ++c) {
+    want.insert(want.end(), e.per_col[c].begin(), e.per_col[c].end());
+    for (auto [r0, r1] : e.rows)
+      for (int64_t r = r0; r < r1; ++r) got.push_back(out[static_cast<size_t>(c * rows + r)]);
+  }
+}
+
+// The engine's MUL_MAT (MMVQ for these column counts) on the same weights, through ggml.
+class EngineMatmul {
+ public:
+  EngineMatmul(const Problem& p, int cols, int copies) : cols_(cols), copies_(copies) {
+    backend_ = ggml_backend_cuda_init(0);
+    if (backend_ == nullptr) {
+      std::fprintf(stderr, "gemv_driver: ggml has no CUDA device\n");
+      std::exit(2);
+    }
+    ggml_init_params ip{ggml_tensor_overhead() * (2 * copies + 4) + ggml_graph_overhead(), nullptr, true};
+    ctx_ = ggml_init(ip);
+    ggml_tensor* b = ggml_new_tensor_2d(ctx_, GGML_TYPE_F32, p.k, cols);
+    graph_ = ggml_new_graph(ctx_);
+    std::vector<ggml_tensor*> as;
+    for (int i = 0; i < copies; ++i) {
+      ggml_tensor* a = ggml_new_tensor_2d(ctx_, GGML_TYPE_Q4_0, p.k, p.rows);
+      as.push_back(a);
+      outs_.push_back(ggml_mul_mat(ctx_, a, b));
+      ggml_build_forward_expand(graph_, outs_.back());
+    }
+    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend_);
+    for (ggml_tensor* a : as) ggml_backend_tensor_set(a, p.w.data(), 0, p.w.size() * sizeof(BlockQ4_0));
+    // The activations as floats: exactly the values the Q8_1 blocks hold, which ggml quantizes
+    // again on its own (so it reads the same numbers; its Q8_1 carries the sum of the floats).
+    std::vector<float> xf(static_cast<size_t>(p.k * cols));
+    const int64_t nb = p.k / kBlock;
+    for (int c = 0; c < cols; ++c)
+      for (int64_t blk = 0; blk < nb; ++blk) {
+        const BlockQ8_1& q = p.x[static_cast<size_t>(c * nb + blk)];
+        for (int i = 0; i < kBlock; ++i) xf[static_cast<size_t>(c * p.k + blk * kBlock + i)] = q.qs[i] * f16_to_f32(q.d);
+      }
+    ggml_backend_tensor_set(b, xf.data(), 0, xf.size() * sizeof(float));
+  }
+  ~EngineMatmul() {
+    ggml_backend_buffer_free(buffer_);
+    ggml_free(ctx_);
+    ggml_backend_free(backend_);
+  }
+  // Milliseconds per matmul for one pass over all copies.
+  double run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    ggml_backend_graph_compute(backend_, graph_);
+    ggml_backend_synchronize(backend_);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / copies_;
+  }
+  std::vector<float> result(int64_t rows) {
+    std::vector<float> out(static_cast<size_t>(rows * cols_));
+    ggml_backend_tensor_get(outs_[0], out.data(), 0, out.size() * sizeof(float));
+    return out;
+  }
+
+ private:
+  int cols_, copies_;
+  ggml_backend_t backend_ = nullptr;
+  ggml_context* ctx_ = nullptr;
+  ggml_cgraph* graph_ = nullptr;
+  ggml_backend_buffer_t buffer_ = nullptr;
+  std::vector<ggml_tensor*> outs_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second), the ceiling to compare with.
+double copy_bandwidth() {
+  const size_t bytes = size_t{2} << 30;
+  void *a, *b;
+  check_cuda(cudaMalloc(&a, bytes), "cudaMalloc");
+  check_cuda(cudaMalloc(&b, bytes), "cudaMalloc");
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    cudaEventRecord(e0);
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (i > 0) t.push_back(ms);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * bytes / (median(t) * 1e-3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--bench-mode") o.bench = true;
+    else if (a == "--no-engine") o.engine = false;
+    else if (a == "--filter" && i + 1 < argc) o.filter = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) o.reps = std::max(3, std::atoi(argv[++i]));
+    else {
+      std::fprintf(stderr, "usage: gemv_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]\n");
+      return 2;
+    }
+  }
+  double min_snr = std::numeric_limits<double>::infinity();
+  bool all_close = true;
+  const double copy_bw = o.bench ? copy_bandwidth() : 0;
+  if (o.bench) std::printf("copy bandwidth: %.0f GB/s (device to device, read + write)\n", copy_bw / 1e9);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+
+  for (const Shape& s : shapes()) {
+    for (Mode m : all_modes()) {
+      if (!o.filter.empty() && case_name(s, m, 8).find(o.filter) == std::string::npos) continue;
+      Problem p = make_problem(s.name, s.rows, s.k, 8, m, 1);
+      Expected want = expected_for(s, p);
+      BlockQ4_0* w = upload(p.w);
+      BlockQ8_1* x = upload(p.x);
+      float* out = nullptr;
+      check_cuda(cudaMalloc(&out, sizeof(float) * s.rows * 8), "cudaMalloc");
+      for (int cols = 1; cols <= 8; ++cols) {
+        const std::string name = case_name(s, m, cols);
+        check_cuda(gemv_q4_0_q8_1(w, x, out, s.rows, s.k, cols, nullptr), name.c_str());
+        std::vector<float> host(static_cast<size_t>(s.rows * cols));
+        check_cuda(cudaMemcpy(host.data(), out, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+        std::vector<double> wv;
+        std::vector<float> gv;
+        gather(want, host, s.rows, cols, wv, gv);
+        Accuracy a = compare(wv, gv);
+        std::printf("case %-32s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), a.snr_db,
+                    a.max_abs_err, a.finite, a.allclose);
+        min_snr = std::min(min_snr, a.snr_db);
+        all_close = all_close && a.allclose;
+      }
+      // Timing: the real shapes, normal data, cold L2.
+      if (o.bench && s.large && m == Mode::kNormal) {
+        const size_t wbytes = p.w.size() * sizeof(BlockQ4_0);
+        const int copies = std::max(2, static_cast<int>(4 * kL2Bytes / static_cast<double>(wbytes)) + 1);
+        std::vector<BlockQ4_0*> ws = {w};
+        for (int i = 1; i < copies; ++i) ws.push_back(upload(p.w));
+        for (int cols = 1; cols <= 8; ++cols) {
+          const std::string name = case_name(s, m, cols);
+          std::vector<double> ms;
+          for (int rep = 0; rep < o.reps + 3; ++rep) {
+            cudaEventRecord(e0);
+            for (BlockQ4_0* wc : ws) gemv_q4_0_q8_1(wc, x, out, s.rows, s.k, cols, nullptr);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float t;
+            cudaEventElapsedTime(&t, e0, e1);
+            if (rep >= 3) ms.push_back(t / copies);  // the first passes warm up
+          }
+          std::sort(ms.begin(), ms.end());
+          std::printf("wall_ms: %s", name.c_str());
+          for (double t : ms) std::printf(" %.4f", t);
+          const double med = median(ms);
+          const double gbs = (wbytes + cols * p.x.size() / 8 * sizeof(BlockQ8_1)) / (med * 1e-3) / 1e9;
+          std::printf("\ncase_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth)\n", name.c_str(), med, gbs,
+                      100.0 * gbs * 1e9 / copy_bw);
+          if (o.engine) {
+            EngineMatmul engine(p, cols, copies);
+            engine.run();
+            std::vector<double> ems;
+            for (int rep = 0; rep < o.reps; ++rep) ems.push_back(engine.run());
+            std::vector<double> wv;
+            std::vector<float> gv;
+            gather(want, engine.result(s.rows), s.rows, cols, wv, gv);
+            const double emed = median(ems);
+            std::printf("engine_ms: %s %.4f  (snr %.1f dB)  ratio %.2fx\n", name.c_str(), emed, compare(wv, gv).snr_db,
+                        emed / med);
+          }
+        }
+        for (size_t i = 1; i < ws.size(); ++i) cudaFree(ws[i]);
+      }
+      cudaFree(w);
+      cudaFree(x);
+      cudaFree(out);
+    }
+  }
+  std::printf("SNR: %.1f\nallclose: %s\n", min_snr, all_close ? "true" : "false");
+  return min_snr >= 90 && all_close ? 0 : 1;
+}
