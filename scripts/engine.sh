@@ -2,11 +2,13 @@
 # Fetches, verifies, patches and builds the pinned engine (llama.cpp) into a cache outside the
 # build tree, and prints the prefix of the finished build on stdout.
 #
-#   scripts/engine.sh [--cuda] [--key | --prepare DIR]
+#   scripts/engine.sh [--cuda] [--key | --prepare DIR | --export-source OUT.tar.xz]
 #
-#   --cuda          build with CUDA for sm_90 and the local GPU's architecture
-#   --key           print the cache key and exit (nothing is fetched or built)
-#   --prepare DIR   only check out the verified source into DIR and apply the patch queue
+#   --cuda           build with CUDA for sm_90 and the local GPU's architecture
+#   --key            print the cache key and exit (nothing is fetched or built)
+#   --prepare DIR    only check out the verified source into DIR and apply the patch queue
+#   --export-source  write the verified, patched source a build needs (no models, docs, tests or
+#                    web UI assets: a few MB) as a tarball, for a machine with no registry
 #
 # The cache entry is keyed by the engine commit, the patch queue (names and contents), the build
 # options, this script and, for native CPU code, the CPU's feature flags: any change rebuilds,
@@ -14,7 +16,8 @@
 #
 # Environment:
 #   ONEBIT_LLAMA_SOURCE  a local engine: a git bundle, a git checkout holding the pinned commit,
-#                        or an unpacked node-llama-cpp package; otherwise npm fetches the package
+#                        an unpacked node-llama-cpp package, or a tarball from --export-source;
+#                        otherwise npm fetches the package
 #   ONEBIT_CACHE_DIR     cache root (default ${XDG_CACHE_HOME:-~/.cache}/1bit)
 #   ONEBIT_PATCH_DIR     the patch queue (default patches/llama.cpp beside this script)
 #   ONEBIT_ENGINE_UI     0: build the engine without its web UI (default: with it, when npm exists)
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --cuda) cuda=1 ;;
     --key) mode=key ;;
     --prepare) mode=prepare; prepare_dir=${2:?--prepare needs a directory}; shift ;;
+    --export-source) mode=export; prepare_dir=${2:?--export-source needs a file name}; shift ;;
     *) die "unknown option '$1'" ;;
   esac
   shift
@@ -110,9 +114,31 @@ engine_origin() {
   echo "$bundle"
 }
 
+# The patch queue as the export manifest records it: one "name sha256" line each.
+queue_manifest() {
+  local p
+  while IFS= read -r p; do [ -n "$p" ] && echo "$(basename "$p") $(sha256sum < "$p" | cut -c1-64)"; done < <(patches)
+  true
+}
+
+# Unpacks an --export-source tarball into $2, checking that it holds the pinned commit with this
+# very patch queue (both were verified when it was made).
+unpack_export() {
+  local tarball=$1 dst=$2
+  rm -rf "$dst" && mkdir -p "$dst"
+  tar -xJf "$tarball" -C "$dst" || die "cannot unpack $tarball"
+  [ "$(cat "$dst/.onebit-commit" 2>/dev/null)" = "$COMMIT" ] || die "$tarball is not an export of llama.cpp $COMMIT"
+  [ "$(cat "$dst/.onebit-patches" 2>/dev/null)" = "$(queue_manifest)" ] \
+    || die "$tarball was exported with another patch queue; export it again (scripts/engine.sh --export-source)"
+  log "unpacked the exported source of ${COMMIT:0:12} from $tarball"
+}
+
 # Checks out the pinned commit from the origin into $1 and applies the patch queue in order.
 prepare_source() {
   local dst=$1 origin
+  case ${ONEBIT_LLAMA_SOURCE:-} in
+    *.tar.xz) unpack_export "$ONEBIT_LLAMA_SOURCE" "$dst"; return ;;
+  esac
   origin=$(engine_origin)
   rm -rf "$dst"
   git clone -q --no-checkout "$origin" "$dst" 2>/dev/null || die "cannot clone the engine from $origin"
@@ -155,6 +181,21 @@ provide_ui() {
 case $mode in
   key) cache_key; exit 0 ;;
   prepare) prepare_source "$prepare_dir"; exit 0 ;;
+  export)
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    prepare_source "$tmp/src"
+    echo "$COMMIT" >"$tmp/src/.onebit-commit"
+    queue_manifest >"$tmp/src/.onebit-patches"
+    out=$(cd "$(dirname "$prepare_dir")" && pwd)/$(basename "$prepare_dir")
+    # What a build of llama-server, llama-bench, rpc-server and perplexity reads; UI sources and
+    # assets stay behind (such a build has no web UI).
+    tar -cJf "$out" -C "$tmp/src" --exclude=.git --exclude=./models --exclude=./docs --exclude=./tests \
+        --exclude=./examples --exclude=./pocs --exclude=./gguf-py --exclude=./media --exclude=./benches \
+        --exclude=./ci --exclude=./conversion --exclude=./skills --exclude=./requirements \
+        --exclude=./tools/ui/src --exclude=./tools/ui/static --exclude=./tools/ui/tests --exclude=./tools/ui/dist .
+    log "exported llama.cpp ${COMMIT:0:12} with the patch queue to $out ($(du -h "$out" | cut -f1))"
+    exit 0 ;;
 esac
 
 key=$(cache_key)
