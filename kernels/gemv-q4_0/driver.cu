@@ -21,10 +21,12 @@
 #include <vector>
 
 #include "cases.h"
+#include "kernel.cuh"
+#ifndef GEMV_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
 #include "ggml-backend.h"
 #include "ggml-cuda.h"
 #include "ggml.h"
-#include "kernel.cuh"
+#endif
 #include "reference.h"
 
 using namespace gemv;
@@ -87,6 +89,7 @@ void gather(const Expected& e, const std::vector<float>& out, int64_t rows, int 
   }
 }
 
+#ifndef GEMV_NO_ENGINE
 // The engine's MUL_MAT (MMVQ for these column counts) on the same weights, through ggml.
 class EngineMatmul {
  public:
@@ -146,6 +149,7 @@ class EngineMatmul {
   ggml_backend_buffer_t buffer_ = nullptr;
   std::vector<ggml_tensor*> outs_;
 };
+#endif
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -247,6 +251,7 @@ int main(int argc, char** argv) {
           const double gbs = (wbytes + cols * p.x.size() / 8 * sizeof(BlockQ8_1)) / (med * 1e-3) / 1e9;
           std::printf("\ncase_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth)\n", name.c_str(), med, gbs,
                       100.0 * gbs * 1e9 / copy_bw);
+#ifndef GEMV_NO_ENGINE
           if (o.engine) {
             EngineMatmul engine(p, cols, copies);
             engine.run();
@@ -259,6 +264,7 @@ int main(int argc, char** argv) {
             std::printf("engine_ms: %s %.4f  (snr %.1f dB)  ratio %.2fx\n", name.c_str(), emed, compare(wv, gv).snr_db,
                         emed / med);
           }
+#endif
         }
         for (size_t i = 1; i < ws.size(); ++i) cudaFree(ws[i]);
       }
