@@ -19,6 +19,7 @@
 #include "gguf_facts.h"
 #include "http_conn.h"
 #include "net.h"
+#include "port_owner.h"
 #include "shell.h"
 
 namespace onebit {
@@ -89,7 +90,10 @@ class Server {
         throw Error("config " + c.name + ": serve exited with code " + std::to_string(child_->exit_code().value_or(-1)) +
                     " before it was ready" + (log_.empty() ? "" : " (log: " + log_ + ")") + lines);
       }
-      if (http_fetch("127.0.0.1", port_, "GET", "/health", "", {}, 2000).status == 200) break;
+      // Only our own serve counts: the port may have gone to another program meanwhile.
+      if (http_fetch("127.0.0.1", port_, "GET", "/health", "", {}, 2000).status == 200 &&
+          process_listens_on(child_->pid(), port_))
+        break;
       if (Clock::now() > deadline) throw Error("config " + c.name + ": serve did not get ready in time");
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }

@@ -9,6 +9,7 @@
 #include "http_conn.h"
 #include "launch_plan.h"
 #include "net.h"
+#include "port_owner.h"
 #include "recipes.h"
 #include "serve_options.h"
 #include "shell.h"
@@ -118,6 +119,52 @@ std::unique_ptr<ChildProcess> ModelManager::spawn(const ChildSpec& spec) {
   return result.get();
 }
 
+bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, const ModelFacts& facts,
+                                  const std::string& device, LoadedModel& m) {
+  auto fail = [&](const std::string& why) { return ModelError(500, "model_load_error", e.id + ": " + why, e.id); };
+  LaunchInputs in;
+  in.options = &o;
+  in.model_path = e.path;
+  in.model = &facts;
+  in.program = config_.llama_server;
+  in.device = device;
+  in.port = m.port;
+  in.recipes = &builtin_recipes();
+  in.environment = current_environment();
+  LaunchPlan plan;
+  try {
+    plan = plan_launch(in, EngineArgs::builtin());
+  } catch (const Error& err) {
+    throw fail(err.what());
+  }
+  for (const auto& line : plan.recipe_lines()) std::cerr << "1bit lemonade: " << e.id << ": " << line.substr(11) << "\n";
+  const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
+  try {
+    m.child = spawn({plan.program, plan.args, plan.env_added, plan.env_removed, log, false});
+  } catch (const Error& err) {
+    throw fail(err.what());
+  }
+  const auto deadline = Clock::now() + std::chrono::duration<double>(config_.load_timeout_s);
+  while (true) {
+    if (!m.child->running()) {
+      if (port_has_listener(m.port)) return false;
+      std::string lines;
+      for (const auto& l : m.child->last_lines(6)) lines += (lines.empty() ? "" : " | ") + l;
+      throw fail("the engine exited with code " + std::to_string(m.child->exit_code().value_or(-1)) +
+                 " while loading: " + lines);
+    }
+    // A 200 only counts from our own child, not from whoever else listens on the port.
+    if (http_fetch("127.0.0.1", m.port, "GET", "/health", "", {}, 2000).status == 200 &&
+        process_listens_on(m.child->pid(), m.port))
+      return true;
+    if (Clock::now() > deadline) {
+      m.child->stop();
+      throw fail("the engine did not load within " + std::to_string(static_cast<int>(config_.load_timeout_s)) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, const json& options) {
   auto fail = [&](const std::string& why) { return ModelError(500, "model_load_error", e.id + ": " + why, e.id); };
   ModelFacts facts;
@@ -144,43 +191,16 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   m->type = e.type();
   m->device = device;
   m->options = options;
-  m->port = free_port_from(8001);
-  LaunchInputs in;
-  in.options = &o;
-  in.model_path = e.path;
-  in.model = &facts;
-  in.program = config_.llama_server;
-  in.device = device;
-  in.port = m->port;
-  in.recipes = &builtin_recipes();
-  in.environment = current_environment();
-  LaunchPlan plan;
-  try {
-    plan = plan_launch(in, EngineArgs::builtin());
-  } catch (const Error& err) {
-    throw fail(err.what());
-  }
-  for (const auto& line : plan.recipe_lines()) std::cerr << "1bit lemonade: " << e.id << ": " << line.substr(11) << "\n";
-  const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
-  try {
-    m->child = spawn({plan.program, plan.args, plan.env_added, plan.env_removed, log, false});
-  } catch (const Error& err) {
-    throw fail(err.what());
-  }
-  const auto deadline = Clock::now() + std::chrono::duration<double>(config_.load_timeout_s);
-  while (true) {
-    if (!m->child->running()) {
-      std::string lines;
-      for (const auto& l : m->child->last_lines(6)) lines += (lines.empty() ? "" : " | ") + l;
-      throw fail("the engine exited with code " + std::to_string(m->child->exit_code().value_or(-1)) +
-                 " while loading: " + lines);
-    }
-    if (http_fetch("127.0.0.1", m->port, "GET", "/health", "", {}, 2000).status == 200) break;
-    if (Clock::now() > deadline) {
-      m->child->stop();
-      throw fail("the engine did not load within " + std::to_string(static_cast<int>(config_.load_timeout_s)) + " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  // The port was free when picked, but another program (or another 1bit) may take it before our
+  // engine binds it; then the engine exits at once and the load is tried again on a fresh port.
+  constexpr int kPortAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    m->port = free_port_from(8001);
+    if (launch_backend(e, o, facts, device, *m)) break;
+    if (attempt == kPortAttempts)
+      throw fail("could not get a port for the engine: " + std::to_string(kPortAttempts) +
+                 " ports in a row were taken by other programs before it could listen");
+    std::cerr << "1bit lemonade: " << e.id << ": port " << m->port << " was taken by another program; trying another\n";
   }
   m->last_use_ms = epoch_ms();
   std::cerr << "1bit lemonade: loaded " << e.id << " on " << device << " at http://127.0.0.1:" << m->port << "\n";

@@ -27,7 +27,9 @@
 
 #include "child_process.h"
 #include "error.h"
+#include "gguf_facts.h"
 #include "lemonade_catalog.h"
+#include "serve_options.h"
 
 namespace onebit {
 
@@ -97,6 +99,10 @@ class ModelManager {
   nlohmann::json load_locked(const std::string& name, const nlohmann::json& request, const nlohmann::json& options,
                              bool only_if_missing);
   std::shared_ptr<LoadedModel> start_backend(const CatalogEntry& entry, const nlohmann::json& options);
+  // Starts the engine on m.port and waits for it to load. False when another program held the
+  // port, so the engine could not listen; throws ModelError for every other failure.
+  bool launch_backend(const CatalogEntry& entry, const ServeOptions& options, const ModelFacts& facts,
+                      const std::string& device, LoadedModel& m);
   // Takes its own reference: it erases the map entry that a caller's reference might point into.
   void stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m);
   void release(LoadedModel& m);

@@ -22,6 +22,7 @@
 #include "long_route.h"
 #include "net.h"
 #include "paths.h"
+#include "port_owner.h"
 #include "process_setup.h"
 #include "proxy.h"
 #include "recipes.h"
@@ -75,10 +76,16 @@ bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigs
   while (true) {
     bool all = true;
     for (Engine& e : engines) {
-      if (!e.child->running()) throw Error(died_message(e, "while loading"));
+      if (!e.child->running()) {
+        if (port_has_listener(e.port))
+          throw Error("the engine (" + e.model + ") could not listen on 127.0.0.1:" + std::to_string(e.port) +
+                      ": another program took that port first; start 1bit serve again");
+        throw Error(died_message(e, "while loading"));
+      }
       if (!e.ready) {
+        // A 200 only counts from our own child: the port may have gone to another program.
         HttpResult r = http_fetch("127.0.0.1", e.port, "GET", "/health", "", {}, 2000);
-        e.ready = r.status == 200;
+        e.ready = r.status == 200 && process_listens_on(e.child->pid(), e.port);
       }
       all = all && e.ready;
     }

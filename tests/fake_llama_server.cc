@@ -12,7 +12,15 @@
 //   FAKE_DEVICES="A;B"        what --list-devices prints
 //   FAKE_NO_TIMINGS=1         completions carry no "timings"
 //   FAKE_FAST_FLAG=F          when argv holds flag F, every speed in "timings" is doubled
+//   FAKE_STRANGER=FILE        once per FILE: another program (its own session, outliving this
+//                             one) takes --port and answers every GET with 200; its pid goes to
+//                             FILE. Then this fake exits with code 1, as llama-server does when it
+//                             cannot bind, or with FAKE_STRANGER_STAY=1 keeps running, not listening.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -68,6 +76,48 @@ size_t word_count(const std::string& s) {
   return n;
 }
 
+// As llama-server does: a port whose old connections sit in TIME_WAIT is free to take.
+void reuse_address(httplib::Server& srv) {
+  srv.set_socket_options([](int sock) {
+    int one = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  });
+}
+
+// Starts the stranger of FAKE_STRANGER on `port` and returns once it listens.
+void start_stranger(const std::string& pid_file, int port) {
+  int ready[2];
+  if (pipe(ready) != 0) std::exit(90);
+  const pid_t pid = fork();
+  if (pid < 0) std::exit(91);
+  if (pid == 0) {
+    setsid();
+    if (fork() != 0) _exit(0);  // the stranger is a grandchild, nobody's child in the test
+    // Nothing of the engine's output pipes stays open here: its reader waits for their end.
+    for (int fd = 0; fd < 1024; ++fd)
+      if (fd != ready[1]) close(fd);
+    open("/dev/null", O_RDWR);
+    dup2(0, 1);
+    dup2(0, 2);
+    httplib::Server srv;
+    reuse_address(srv);
+    srv.Get(".*", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"status":"ok","stranger":true})", "application/json");
+    });
+    if (!srv.bind_to_port("127.0.0.1", port)) _exit(92);
+    std::ofstream(pid_file) << getpid() << "\n";
+    if (write(ready[1], "x", 1) != 1) _exit(93);
+    close(ready[1]);
+    srv.listen_after_bind();
+    _exit(0);
+  }
+  close(ready[1]);
+  waitpid(pid, nullptr, 0);
+  char c;
+  if (read(ready[0], &c, 1) != 1) std::exit(94);
+  close(ready[0]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +142,18 @@ int main(int argc, char** argv) {
     std::rename((std::string(path) + ".tmp").c_str(), path);
   }
   std::cerr << "fake: starting, pid " << getpid() << std::endl;
+  if (const char* file = std::getenv("FAKE_STRANGER")) {
+    struct stat st;
+    if (stat(file, &st) != 0) {
+      start_stranger(file, std::atoi(arg_after(argc, argv, "--port", "8080").c_str()));
+      if (std::getenv("FAKE_STRANGER_STAY")) {
+        std::cerr << "fake: the port is another's; waiting" << std::endl;
+        while (true) pause();
+      }
+      std::cerr << "fake: couldn't bind HTTP server socket" << std::endl;
+      return 1;
+    }
+  }
   if (int code = env_int("FAKE_EXIT_DURING_LOAD", 0)) {
     std::cerr << "fake: loading tensors" << std::endl;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -118,6 +180,7 @@ int main(int argc, char** argv) {
   const int chunk_ms = env_int("FAKE_CHUNK_MS", 50);
 
   httplib::Server srv;
+  reuse_address(srv);
   srv.new_task_queue = [] { return new httplib::ThreadPool(64); };
   srv.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response&) {
     event("request " + req.method + " " + req.path);

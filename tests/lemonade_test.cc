@@ -277,6 +277,23 @@ TEST(LemonadeModels, AFailedLoadLeavesTheServerHealthy) {
   EXPECT_EQ(l.loaded(), std::vector<std::string>{"1bit-tiny"});
 }
 
+// Another program takes the backend's port before the engine binds it: the load goes on, on a
+// fresh port, and requests reach our own engine, never the stranger.
+TEST(LemonadeModels, APortTakenByAnotherProgramIsLeftForAFreshOne) {
+  TempDir scratch;
+  KillPidInFile stranger(scratch.file("stranger.pid"));
+  Lemonade l({"--llama-server", fake_backend_binary()}, {{"FAKE_STRANGER", scratch.file("stranger.pid")}});
+  HttpResult r = l.post("/api/v1/load", {{"model_name", "1bit-tiny"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(l.process().err().find("was taken by another program; trying another"), std::string::npos) << l.process().err();
+  const std::string url = l.health()["all_models_loaded"][0]["backend_url"];
+  const int stranger_port = std::atoi(l.process().err().c_str() + l.process().err().find(": port ") + 7);
+  EXPECT_EQ(url.find(":" + std::to_string(stranger_port) + "/"), std::string::npos) << url;
+  HttpResult chat = l.post("/api/v1/chat/completions", {{"model", "1bit-tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(chat.body.find("stranger"), std::string::npos) << chat.body;
+}
+
 TEST(LemonadeModels, ADeadBackendIsNoticedAndReloaded) {
   Lemonade l;
   l.chat("1bit-tiny", "hi");

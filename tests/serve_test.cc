@@ -265,6 +265,24 @@ TEST_F(ServeTest, EngineDeathWhileLoadingShowsItsLastLines) {
   EXPECT_NE(r.err.find("  | fake: failed to allocate 12345 MiB"), std::string::npos) << r.err;
 }
 
+// Another program takes the engine's port before the engine binds it and answers /health with
+// 200: serve must not take that for its engine.
+TEST_F(ServeTest, AnotherProgramOnTheEnginePortIsNeverProxied) {
+  KillPidInFile stranger(dir_.file("stranger.pid"));
+  RunResult r = run(serve_args({"-m", model_, "--load-timeout", "2"}),
+                    fake_env({{"FAKE_STRANGER", dir_.file("stranger.pid")}, {"FAKE_STRANGER_STAY", "1"}}), 20s);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("did not load within 2 s (--load-timeout)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("ready on"), std::string::npos) << r.err;
+}
+
+TEST_F(ServeTest, AnEnginePortTakenFirstIsNamed) {
+  KillPidInFile stranger(dir_.file("stranger.pid"));
+  RunResult r = run(serve_args({"-m", model_}), fake_env({{"FAKE_STRANGER", dir_.file("stranger.pid")}}), 20s);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("another program took that port first; start 1bit serve again"), std::string::npos) << r.err;
+}
+
 TEST_F(ServeTest, EngineDeathWhileServingStopsServe) {
   std::unique_ptr<Subprocess> p;
   start(p, {"-m", model_}, {{"FAKE_EXIT_AFTER_MS", "700"}});

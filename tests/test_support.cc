@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <signal.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +63,12 @@ std::string read_file(const std::string& path) {
 
 std::string onebit_binary() { return ONEBIT_TEST_BIN_DIR "/1bit"; }
 std::string llama_server_binary() { return ONEBIT_TEST_BIN_DIR "/llama-server"; }
+KillPidInFile::~KillPidInFile() {
+  std::ifstream in(path_);
+  pid_t pid = 0;
+  if (in >> pid && pid > 0) ::kill(pid, SIGKILL);
+}
+
 std::string fake_backend_binary() { return ONEBIT_TEST_BIN_DIR "/fake_llama_server"; }
 std::string vocab_dir() { return ONEBIT_TEST_VOCAB_DIR; }
 std::string source_dir() { return ONEBIT_TEST_SOURCE_DIR; }

@@ -30,6 +30,19 @@ void write_gguf(const std::string& path, const std::vector<std::pair<std::string
 void write_file(const std::string& path, const std::string& bytes);
 std::string read_file(const std::string& path);
 
+// Kills, on destruction, the process whose pid `path` holds, if the file was written: for
+// processes a test's fake engine leaves running on purpose.
+class KillPidInFile {
+ public:
+  explicit KillPidInFile(std::string path) : path_(std::move(path)) {}
+  ~KillPidInFile();
+  KillPidInFile(const KillPidInFile&) = delete;
+  KillPidInFile& operator=(const KillPidInFile&) = delete;
+
+ private:
+  std::string path_;
+};
+
 // Paths baked in by tests/CMakeLists.txt.
 std::string onebit_binary();       // build/bin/1bit
 std::string llama_server_binary(); // build/bin/llama-server

@@ -1,0 +1,21 @@
+// Who holds a listening TCP port, read from Linux's /proc. serve and lemonade hand each engine a
+// port that was free a moment earlier; another program (or another 1bit) can take it first, and a
+// /health that answers 200 there is then a stranger's engine. Asking whether the answering socket
+// belongs to our own child closes that hole.
+#pragma once
+
+#include <sys/types.h>
+
+#include <set>
+
+namespace onebit {
+
+// Inodes of the sockets listening on TCP `port` (IPv4 and IPv6), from /proc/net/tcp{,6}.
+std::set<unsigned long> listening_socket_inodes(int port);
+// Whether process `pid` holds one of the sockets listening on `port`. False when /proc cannot
+// tell (no such process, no permission).
+bool process_listens_on(pid_t pid, int port);
+// Whether some process listens on `port` (on any local address).
+bool port_has_listener(int port);
+
+}  // namespace onebit
