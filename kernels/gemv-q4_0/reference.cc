@@ -54,27 +54,4 @@ void oracle_rows(const Problem& p, int64_t row0, int64_t row1, std::vector<doubl
 void reference(const Problem& p, std::vector<float>& out) { reference_rows(p, 0, p.rows, out); }
 void oracle(const Problem& p, std::vector<double>& out) { oracle_rows(p, 0, p.rows, out); }
 
-Accuracy compare(const std::vector<double>& ref, const std::vector<float>& got, double rtol, double atol_rel) {
-  Accuracy a;
-  double sig = 0, err = 0, peak = 0;
-  for (double r : ref) peak = std::max(peak, std::fabs(r));
-  const double atol = atol_rel * peak;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = got[i];
-    if (!std::isfinite(g)) {
-      a.finite = false;
-      continue;
-    }
-    const double e = g - ref[i];
-    sig += ref[i] * ref[i];
-    err += e * e;
-    a.max_abs_err = std::max(a.max_abs_err, std::fabs(e));
-    if (std::fabs(e) > atol + rtol * std::fabs(ref[i])) a.allclose = false;
-  }
-  a.allclose = a.allclose && a.finite;
-  a.snr_db = err == 0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(sig / err);
-  if (sig == 0 && err == 0) a.snr_db = std::numeric_limits<double>::infinity();
-  return a;
-}
-
 }  // namespace gemv

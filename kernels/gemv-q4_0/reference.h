@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "accuracy.h"
 #include "blocks.h"
 
 namespace gemv {
@@ -18,15 +19,8 @@ void oracle(const Problem& p, std::vector<double>& out);
 void reference_rows(const Problem& p, int64_t row0, int64_t row1, std::vector<float>& out);
 void oracle_rows(const Problem& p, int64_t row0, int64_t row1, std::vector<double>& out);
 
-struct Accuracy {
-  double snr_db = 0;         // 10 log10(mean(ref^2) / mean(err^2)); +inf when exact
-  bool finite = true;        // every output finite
-  bool allclose = true;      // |got - ref| <= atol + rtol * |ref| everywhere
-  double max_abs_err = 0;
-};
-// Compares `got` with the oracle. Elementwise: |got - ref| <= rtol |ref| + atol_rel * max|ref|
-// (the second term covers outputs that cancel to near zero, where float summation order shows).
-Accuracy compare(const std::vector<double>& oracle, const std::vector<float>& got, double rtol = 1e-3,
-                 double atol_rel = 1e-5);
+// The accuracy measure shared by the kernel packages.
+using kernels::Accuracy;
+using kernels::compare;
 
 }  // namespace gemv

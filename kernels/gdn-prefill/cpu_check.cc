@@ -1,0 +1,51 @@
+// make test's part of the package, no GPU: the chunked CPU reference (the kernel's arithmetic)
+// meets the accuracy bar against the float64 oracle on every case and mode, snapshots included,
+// at the kernel's chunk size and at a few others (a chunk of 1 is the token-by-token form).
+// Prints the driver's contract lines.
+#include <cstdio>
+#include <limits>
+
+#include "cases.h"
+#include "kernel_config.h"
+#include "reference.h"
+
+using namespace gdn;
+
+int main() {
+  int failures = 0;
+  double min_snr = std::numeric_limits<double>::infinity();
+  bool all_close = true;
+  auto judge = [&](const std::string& name, const std::vector<double>& want, const std::vector<float>& got,
+                   const char* what) {
+    Accuracy a = compare(want, got);
+    std::printf("case %-36s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), what,
+                a.snr_db, a.max_abs_err, a.finite, a.allclose);
+    min_snr = std::min(min_snr, a.snr_db);
+    all_close = all_close && a.allclose;
+    if (a.snr_db < kSnrBarDb || !a.finite) ++failures;
+  };
+  for (const Shape& s : shapes()) {
+    for (Mode m : all_modes()) {
+      const Problem p = make_problem(s, m, 1);
+      std::vector<int> chunks = {kChunk};
+      if (!s.large) chunks = {1, 16, kChunk};
+      for (int chunk : chunks) {
+        PairOutput<double> want_all, w;
+        PairOutput<float> got_all, g;
+        for (Pair pair : checked_pairs(s)) {
+          oracle_pair(p, pair, w);
+          reference_pair(p, pair, chunk, g);
+          want_all.attn.insert(want_all.attn.end(), w.attn.begin(), w.attn.end());
+          want_all.snapshots.insert(want_all.snapshots.end(), w.snapshots.begin(), w.snapshots.end());
+          got_all.attn.insert(got_all.attn.end(), g.attn.begin(), g.attn.end());
+          got_all.snapshots.insert(got_all.snapshots.end(), g.snapshots.begin(), g.snapshots.end());
+        }
+        const std::string name = case_name(s, m) + "-c" + std::to_string(chunk);
+        judge(name, want_all.attn, got_all.attn, "attn");
+        judge(name, want_all.snapshots, got_all.snapshots, "snapshots");
+      }
+    }
+  }
+  std::printf("SNR: %.1f\nallclose: %s\n", min_snr, all_close ? "true" : "false");
+  return failures == 0 && all_close ? 0 : 1;
+}

@@ -1,0 +1,38 @@
+// The answers a kernel is judged by, per (sequence, value head) pair.
+//   oracle:    float64, token by token, exactly the engine op's recurrence (problem.h).
+//   reference: float, the chunked form the CUDA kernel computes (its arithmetic, in order), so a
+//              change of algorithm is checked on the CPU before it meets the GPU:
+//     per chunk of C tokens, with G_t the cumulative log-gate inside the chunk,
+//       A[t][s] = beta_t exp(G_t - G_s) k_t.k_s (s < t);  (I + A) W = diag(beta e^G) K;
+//       (I + A) U' = diag(beta) V;  P[t][s] = exp(G_t - G_s) q_t.k_s (s <= t)
+//     then, carrying the state S from chunk to chunk:
+//       U = U' - W S;  O = scale (diag(e^G) Q S + P U);  S <- e^{G_last} S + (diag(e^{G_last - G}) K)^T U
+#pragma once
+
+#include <vector>
+
+#include "accuracy.h"
+#include "problem.h"
+
+namespace gdn {
+
+using kernels::Accuracy;
+using kernels::compare;
+
+// A pair's outputs: attn[t * S + col], then the written snapshot slots in slot order, each in the
+// state's transposed layout (col * S + i).
+template <typename T>
+struct PairOutput {
+  std::vector<T> attn;
+  std::vector<T> snapshots;
+};
+
+// How many snapshot slots the op writes: 1 for K == 1, else min(T, K).
+int written_slots(const Shape& s);
+
+void oracle_pair(const Problem& p, Pair pair, PairOutput<double>& out);
+void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& out);
+// A pair's outputs taken from a whole output buffer in the engine's layout.
+void gather_pair(const Problem& p, const std::vector<float>& out, Pair pair, PairOutput<float>& got);
+
+}  // namespace gdn
