@@ -1,0 +1,257 @@
+// The gdn-prefill task's driver. Checks the kernel on every case (shape x mode) against the
+// float64 oracle, attention outputs and snapshots, then with --bench-mode times it on the real
+// shapes with cold L2 (a 256 MB buffer is written before each run), times the engine's own
+// GATED_DELTA_NET on the same data through ggml's backend API in the same run, and prints the
+// contract's lines:
+//   case <name> <attn|snapshots> snr <dB> ...   per case
+//   SNR: <min dB>                               over all cases
+//   allclose: <true|false>
+//   wall_ms: <case> <sorted times>              per timed case (--bench-mode)
+//   case_ms: <case> <median>
+//   engine_ms: <case> <median> ... ratio <engine / ours>
+//
+//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cases.h"
+#include "kernel.cuh"
+#include "kernel_config.h"
+#ifndef GDN_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
+#include "ggml-backend.h"
+#include "ggml-cuda.h"
+#include "ggml.h"
+#endif
+#include "reference.h"
+
+using namespace gdn;
+
+namespace {
+
+constexpr size_t kFlushBytes = size_t{256} << 20;  // > 4x the 60 MB L2
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "gdn_prefill_driver: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+template <typename T>
+T* upload(const std::vector<T>& v) {
+  T* d = nullptr;
+  check_cuda(cudaMalloc(&d, v.size() * sizeof(T)), "cudaMalloc");
+  check_cuda(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  return d;
+}
+
+struct Options {
+  bool bench = false, engine = true;
+  std::string filter;
+  int reps = 20;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The problem on the device, contiguous, as the engine lays it out.
+struct DeviceProblem {
+  explicit DeviceProblem(const Problem& p) {
+    q = upload(p.q);
+    k = upload(p.k);
+    v = upload(p.v);
+    g = upload(p.g);
+    beta = upload(p.beta);
+    state = upload(p.state);
+    check_cuda(cudaMalloc(&out, sizeof(float) * p.out_elems()), "cudaMalloc");
+    const Shape& s = p.shape;
+    args = {q, k, v, g, beta, state, out, s.S, s.Hv, s.Hk, s.T, s.B, s.B, s.K,
+            s.S, int64_t{s.S} * s.Hk, int64_t{s.S} * s.Hk * s.T,
+            s.S, int64_t{s.S} * s.Hk, int64_t{s.S} * s.Hk * s.T,
+            s.S, int64_t{s.S} * s.Hv, int64_t{s.S} * s.Hv * s.T,
+            int64_t{s.S} * s.S * s.Hv};
+    check_cuda(cudaMalloc(&scratch, gdn_prefill_scratch_bytes(args)), "cudaMalloc scratch");
+  }
+  ~DeviceProblem() {
+    for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(g),
+                    static_cast<void*>(beta), static_cast<void*>(state), static_cast<void*>(out), scratch})
+      cudaFree(p);
+  }
+  float *q, *k, *v, *g, *beta, *state, *out;
+  void* scratch = nullptr;
+  GdnArgs args;
+};
+
+#ifndef GDN_NO_ENGINE
+// The engine's GATED_DELTA_NET on the same inputs, through ggml's CUDA backend.
+class EngineOp {
+ public:
+  explicit EngineOp(const Problem& p) {
+    const Shape& s = p.shape;
+    backend_ = ggml_backend_cuda_init(0);
+    if (backend_ == nullptr) {
+      std::fprintf(stderr, "gdn_prefill_driver: ggml has no CUDA device\n");
+      std::exit(2);
+    }
+    ggml_init_params ip{ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
+    ctx_ = ggml_init(ip);
+    ggml_tensor* q = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.Hk, s.T, s.B);
+    ggml_tensor* k = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.Hk, s.T, s.B);
+    ggml_tensor* v = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.Hv, s.T, s.B);
+    ggml_tensor* g = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, 1, s.Hv, s.T, s.B);
+    ggml_tensor* beta = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, 1, s.Hv, s.T, s.B);
+    ggml_tensor* state = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.S, s.Hv, s.B);
+    out_ = ggml_gated_delta_net(ctx_, q, k, v, g, beta, state, s.K);
+    graph_ = ggml_new_graph(ctx_);
+    ggml_build_forward_expand(graph_, out_);
+    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend_);
+    ggml_backend_tensor_set(q, p.q.data(), 0, p.q.size() * sizeof(float));
+    ggml_backend_tensor_set(k, p.k.data(), 0, p.k.size() * sizeof(float));
+    ggml_backend_tensor_set(v, p.v.data(), 0, p.v.size() * sizeof(float));
+    ggml_backend_tensor_set(g, p.g.data(), 0, p.g.size() * sizeof(float));
+    ggml_backend_tensor_set(beta, p.beta.data(), 0, p.beta.size() * sizeof(float));
+    ggml_backend_tensor_set(state, p.state.data(), 0, p.state.size() * sizeof(float));
+  }
+  ~EngineOp() {
+    ggml_backend_buffer_free(buffer_);
+    ggml_free(ctx_);
+    ggml_backend_free(backend_);
+  }
+  // Milliseconds for one op, wall clock around the graph (its launch included).
+  double run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    ggml_backend_graph_compute(backend_, graph_);
+    ggml_backend_synchronize(backend_);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::vector<float> result() {
+    std::vector<float> out(ggml_nelements(out_));
+    ggml_backend_tensor_get(out_, out.data(), 0, out.size() * sizeof(float));
+    return out;
+  }
+
+ private:
+  ggml_backend_t backend_ = nullptr;
+  ggml_context* ctx_ = nullptr;
+  ggml_cgraph* graph_ = nullptr;
+  ggml_backend_buffer_t buffer_ = nullptr;
+  ggml_tensor* out_ = nullptr;
+};
+#endif
+
+struct Judged {
+  Accuracy attn, snapshots;
+};
+
+// Compares the checked pairs of a whole output with the oracle.
+Judged judge(const Problem& p, const std::vector<float>& out, const std::vector<PairOutput<double>>& want) {
+  std::vector<double> wa, ws;
+  std::vector<float> ga, gs;
+  PairOutput<float> got;
+  const std::vector<Pair> pairs = checked_pairs(p.shape);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    gather_pair(p, out, pairs[i], got);
+    wa.insert(wa.end(), want[i].attn.begin(), want[i].attn.end());
+    ws.insert(ws.end(), want[i].snapshots.begin(), want[i].snapshots.end());
+    ga.insert(ga.end(), got.attn.begin(), got.attn.end());
+    gs.insert(gs.end(), got.snapshots.begin(), got.snapshots.end());
+  }
+  return {compare(wa, ga), compare(ws, gs)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--bench-mode") o.bench = true;
+    else if (a == "--no-engine") o.engine = false;
+    else if (a == "--filter" && i + 1 < argc) o.filter = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) o.reps = std::max(3, std::atoi(argv[++i]));
+    else {
+      std::fprintf(stderr, "usage: gdn_prefill_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]\n");
+      return 2;
+    }
+  }
+  double min_snr = std::numeric_limits<double>::infinity();
+  bool all_close = true;
+  void* flush = nullptr;
+  check_cuda(cudaMalloc(&flush, kFlushBytes), "cudaMalloc flush");
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+
+  for (const Shape& s : shapes()) {
+    for (Mode m : all_modes()) {
+      const std::string name = case_name(s, m);
+      if (!o.filter.empty() && name.find(o.filter) == std::string::npos) continue;
+      const Problem p = make_problem(s, m, 1);
+      std::vector<PairOutput<double>> want;
+      for (Pair pair : checked_pairs(s)) {
+        want.emplace_back();
+        oracle_pair(p, pair, want.back());
+      }
+      DeviceProblem d(p);
+      check_cuda(gdn_prefill(d.args, d.scratch, nullptr), name.c_str());
+      std::vector<float> out(static_cast<size_t>(p.out_elems()));
+      check_cuda(cudaMemcpy(out.data(), d.out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+      const Judged j = judge(p, out, want);
+      for (const auto& [what, a] : {std::pair<const char*, Accuracy>{"attn", j.attn}, {"snapshots", j.snapshots}}) {
+        std::printf("case %-36s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), what,
+                    a.snr_db, a.max_abs_err, a.finite, a.allclose);
+        min_snr = std::min(min_snr, a.snr_db);
+        all_close = all_close && a.allclose;
+      }
+      if (!o.bench || !s.large || m != Mode::kHarsh) continue;
+
+      // Timing, cold L2: the flush buffer is written before every run.
+      std::vector<double> ms;
+      for (int rep = 0; rep < o.reps + 2; ++rep) {
+        cudaMemsetAsync(flush, rep & 0xff, kFlushBytes);
+        cudaEventRecord(e0);
+        gdn_prefill(d.args, d.scratch, nullptr);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float t;
+        cudaEventElapsedTime(&t, e0, e1);
+        if (rep >= 2) ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("wall_ms: %s", name.c_str());
+      for (double t : ms) std::printf(" %.4f", t);
+      const double med = median(ms);
+      const double flops = 2.0 * 3.0 * s.T * s.B * s.Hv * static_cast<double>(s.S) * s.S;  // the recurrence's own work
+      std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", name.c_str(), med, med * 1e3,
+                  flops / (med * 1e-3) / 1e12);
+#ifndef GDN_NO_ENGINE
+      if (o.engine) {
+        EngineOp engine(p);
+        engine.run();
+        std::vector<double> ems;
+        for (int rep = 0; rep < o.reps; ++rep) {
+          check_cuda(cudaMemset(flush, rep & 0xff, kFlushBytes), "flush");
+          check_cuda(cudaDeviceSynchronize(), "flush");
+          ems.push_back(engine.run());
+        }
+        const Judged ej = judge(p, engine.result(), want);
+        const double emed = median(ems);
+        std::printf("engine_ms: %s %.4f  (snr attn %.1f dB, snapshots %.1f dB)  ratio %.2fx\n", name.c_str(), emed,
+                    ej.attn.snr_db, ej.snapshots.snr_db, emed / med);
+      }
+#endif
+    }
+  }
+  cudaFree(flush);
+  std::printf("SNR: %.1f\nallclose: %s\n", min_snr, all_close ? "true" : "false");
+  return min_snr >= kSnrBarDb && all_close ? 0 : 1;
+}

@@ -1,0 +1,33 @@
+// The gdn-prefill kernel: GGML_OP_GATED_DELTA_NET (scalar gate) in chunked form for sm_90. Same
+// inputs, outputs and layouts as the engine op (problem.h); strides are in floats, so the engine
+// can pass its tensors as they are (rows of q, k and v must be contiguous).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gdn {
+
+struct GdnArgs {
+  const float *q, *k, *v, *g, *beta, *state;
+  float* out;                     // attn [S, Hv, T, B], then K snapshot slots
+  int S, Hv, Hk;                  // S is 64 or 128
+  int64_t T;
+  int B, Bqk;                     // sequences of v; of q and k (B is a multiple of Bqk)
+  int K;                          // snapshot slots
+  int64_t q_head, q_token, q_seq;  // strides of q in floats
+  int64_t k_head, k_token, k_seq;
+  int64_t v_head, v_token, v_seq;
+  int64_t state_seq;              // floats between sequences of the incoming state
+};
+
+// Whether the kernel handles these arguments (head size, heads, sequences).
+bool gdn_prefill_supported(const GdnArgs& a);
+// Device scratch the kernel needs for these arguments (per-chunk W, U', P and log-gates).
+size_t gdn_prefill_scratch_bytes(const GdnArgs& a);
+// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes.
+cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream);
+
+}  // namespace gdn
