@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One campaign step of a kernel package on the GPU machine: build its driver, check every case,
-# time them, and keep the best median per case (results.tsv) with the kernel's hash; every run's
+# time them, and keep the best median per case (results.tsv) with the hash of the kernel sources; every run's
 # log goes to the package's runs/.
 #
 #   kernels/common/campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR   (a build made with make build CUDA=1)
@@ -10,7 +10,7 @@ target=${2:?usage: campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR}
 build=${3:?usage: campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR}
 cmake --build "$build" --target "$target" -j "$(nproc)" >/dev/null
 mkdir -p "$package/runs"
-version=$(sha256sum "$package/kernel.cu" | cut -c1-12)
+version=$(cat "$package"/kernel*.cu | sha256sum | cut -c1-12)
 log=$package/runs/$(date -u +%Y%m%dT%H%M%SZ)-$version.log
 "$build/bin/$target" --bench-mode | tee "$log"
 grep -q '^allclose: true' "$log" || { echo "campaign.sh: accuracy bar not met; nothing kept" >&2; exit 1; }

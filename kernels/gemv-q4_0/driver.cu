@@ -8,7 +8,11 @@
 //   wall_ms: <case> <sorted times>  per timed case (--bench-mode)
 //   case_ms: <case> <median>
 //
-//   gemv_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]
+//   engine_ms: <case> <median>              the engine's MMVQ on the same data
+// Every variant of kernel.cuh is checked and timed (case names start with its name) unless
+// --variant picks one.
+//
+//   gemv_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,7 +56,7 @@ T* upload(const std::vector<T>& v) {
 
 struct Options {
   bool bench = false, engine = true;
-  std::string filter;
+  std::string filter, variant;
   int reps = 20;
 };
 
@@ -189,11 +193,19 @@ int main(int argc, char** argv) {
     if (a == "--bench-mode") o.bench = true;
     else if (a == "--no-engine") o.engine = false;
     else if (a == "--filter" && i + 1 < argc) o.filter = argv[++i];
+    else if (a == "--variant" && i + 1 < argc) o.variant = argv[++i];
     else if (a == "--reps" && i + 1 < argc) o.reps = std::max(3, std::atoi(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: gemv_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]\n");
+      std::fprintf(stderr, "usage: gemv_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]\n");
       return 2;
     }
+  }
+  std::vector<Variant> selected;
+  for (const Variant& v : variants())
+    if (o.variant.empty() || o.variant == v.name) selected.push_back(v);
+  if (selected.empty()) {
+    std::fprintf(stderr, "gemv_driver: no variant named %s\n", o.variant.c_str());
+    return 2;
   }
   double min_snr = std::numeric_limits<double>::infinity();
   bool all_close = true;
@@ -212,20 +224,22 @@ int main(int argc, char** argv) {
       BlockQ8_1* x = upload(p.x);
       float* out = nullptr;
       check_cuda(cudaMalloc(&out, sizeof(float) * s.rows * 8), "cudaMalloc");
-      for (int cols = 1; cols <= 8; ++cols) {
-        const std::string name = case_name(s, m, cols);
-        check_cuda(gemv_q4_0_q8_1(w, x, out, s.rows, s.k, cols, nullptr), name.c_str());
-        std::vector<float> host(static_cast<size_t>(s.rows * cols));
-        check_cuda(cudaMemcpy(host.data(), out, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
-        std::vector<double> wv;
-        std::vector<float> gv;
-        gather(want, host, s.rows, cols, wv, gv);
-        Accuracy a = compare(wv, gv);
-        std::printf("case %-32s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), a.snr_db,
-                    a.max_abs_err, a.finite, a.allclose);
-        min_snr = std::min(min_snr, a.snr_db);
-        all_close = all_close && a.allclose;
-      }
+      for (const Variant& var : selected)
+        for (int cols = 1; cols <= 8; ++cols) {
+          const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
+          check_cuda(cudaMemset(out, 0xff, sizeof(float) * s.rows * 8), "poison");  // NaN: unwritten shows
+          check_cuda(var.run(w, x, out, s.rows, s.k, cols, nullptr), name.c_str());
+          std::vector<float> host(static_cast<size_t>(s.rows * cols));
+          check_cuda(cudaMemcpy(host.data(), out, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+          std::vector<double> wv;
+          std::vector<float> gv;
+          gather(want, host, s.rows, cols, wv, gv);
+          Accuracy a = compare(wv, gv);
+          std::printf("case %-40s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), a.snr_db,
+                      a.max_abs_err, a.finite, a.allclose);
+          min_snr = std::min(min_snr, a.snr_db);
+          all_close = all_close && a.allclose;
+        }
       // Timing: the real shapes, normal data, cold L2.
       if (o.bench && s.large && m == Mode::kNormal) {
         const size_t wbytes = p.w.size() * sizeof(BlockQ4_0);
@@ -233,24 +247,7 @@ int main(int argc, char** argv) {
         std::vector<BlockQ4_0*> ws = {w};
         for (int i = 1; i < copies; ++i) ws.push_back(upload(p.w));
         for (int cols = 1; cols <= 8; ++cols) {
-          const std::string name = case_name(s, m, cols);
-          std::vector<double> ms;
-          for (int rep = 0; rep < o.reps + 3; ++rep) {
-            cudaEventRecord(e0);
-            for (BlockQ4_0* wc : ws) gemv_q4_0_q8_1(wc, x, out, s.rows, s.k, cols, nullptr);
-            cudaEventRecord(e1);
-            cudaEventSynchronize(e1);
-            float t;
-            cudaEventElapsedTime(&t, e0, e1);
-            if (rep >= 3) ms.push_back(t / copies);  // the first passes warm up
-          }
-          std::sort(ms.begin(), ms.end());
-          std::printf("wall_ms: %s", name.c_str());
-          for (double t : ms) std::printf(" %.4f", t);
-          const double med = median(ms);
-          const double gbs = (wbytes + cols * p.x.size() / 8 * sizeof(BlockQ8_1)) / (med * 1e-3) / 1e9;
-          std::printf("\ncase_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth)\n", name.c_str(), med, gbs,
-                      100.0 * gbs * 1e9 / copy_bw);
+          double emed = 0;
 #ifndef GEMV_NO_ENGINE
           if (o.engine) {
             EngineMatmul engine(p, cols, copies);
@@ -260,11 +257,33 @@ int main(int argc, char** argv) {
             std::vector<double> wv;
             std::vector<float> gv;
             gather(want, engine.result(s.rows), s.rows, cols, wv, gv);
-            const double emed = median(ems);
-            std::printf("engine_ms: %s %.4f  (snr %.1f dB)  ratio %.2fx\n", name.c_str(), emed, compare(wv, gv).snr_db,
-                        emed / med);
+            emed = median(ems);
+            std::printf("engine_ms: %s %.4f  (snr %.1f dB)\n", case_name(s, m, cols).c_str(), emed,
+                        compare(wv, gv).snr_db);
           }
 #endif
+          for (const Variant& var : selected) {
+            const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
+            std::vector<double> ms;
+            for (int rep = 0; rep < o.reps + 3; ++rep) {
+              cudaEventRecord(e0);
+              for (BlockQ4_0* wc : ws) var.run(wc, x, out, s.rows, s.k, cols, nullptr);
+              cudaEventRecord(e1);
+              cudaEventSynchronize(e1);
+              float t;
+              cudaEventElapsedTime(&t, e0, e1);
+              if (rep >= 3) ms.push_back(t / copies);  // the first passes warm up
+            }
+            std::sort(ms.begin(), ms.end());
+            std::printf("wall_ms: %s", name.c_str());
+            for (double t : ms) std::printf(" %.4f", t);
+            const double med = median(ms);
+            const double gbs = (wbytes + cols * p.x.size() / 8 * sizeof(BlockQ8_1)) / (med * 1e-3) / 1e9;
+            std::printf("\ncase_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth", name.c_str(), med, gbs,
+                        100.0 * gbs * 1e9 / copy_bw);
+            if (emed > 0) std::printf(", engine / this %.2fx", emed / med);
+            std::printf(")\n");
+          }
         }
         for (size_t i = 1; i < ws.size(); ++i) cudaFree(ws[i]);
       }

@@ -1,15 +1,36 @@
-// The GEMV kernel's contract: out[c * rows + r] = sum over k of W[r, k] * X[k, c] for c < cols,
+// The GEMV kernels' contract: out[c * rows + r] = sum over k of W[r, k] * X[k, c] for c < cols,
 // with W in Q4_0 blocks (row-major, k/32 blocks a row) and X in Q8_1 blocks (column after
 // column), k a multiple of 32, 1 <= cols <= 8, any rows. Runs on `stream`, returns launch errors.
+//
+// The campaign keeps several variants side by side; the driver checks and times each.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <vector>
 
 #include "blocks.h"
 
 namespace gemv {
 
-cudaError_t gemv_q4_0_q8_1(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                           cudaStream_t stream);
+using GemvFn = cudaError_t (*)(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
+                               cudaStream_t stream);
+
+struct Variant {
+  const char* name;
+  const char* what;
+  GemvFn run;
+};
+
+// v1: dp4a, a warp per row.  v2: int8 tensor cores (mma m16n8k32), k split over a CTA's 8 warps,
+// 16 rows a CTA.  v2-wide: the same with 32 rows a CTA (activations read half as often).
+const std::vector<Variant>& variants();
+
+cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
+                    cudaStream_t stream);
+cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
+                    cudaStream_t stream);
+cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
+                         cudaStream_t stream);
 
 }  // namespace gemv
