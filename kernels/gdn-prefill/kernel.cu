@@ -249,7 +249,8 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 #pragma unroll
       for (int r = 0; r < kRowsI; ++r) next[r] += x[u * (D + 1) + warp * kRowsI + r] * uv;
     }
-    __syncthreads();  // every warp has read the old state (snapshots, next)
+    // From the K load on, a thread reads and writes only its own rows of st (snapshots, next):
+    // no barrier is needed before the write; the next chunk's first barrier orders the rest.
 #pragma unroll
     for (int r = 0; r < kRowsI; ++r) st[(warp * kRowsI + r) * kTileV + lane] = next[r];
   }
@@ -261,14 +262,10 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 
 template <int D>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
-  static bool configured = false;
-  if (!configured) {
-    cudaError_t e = cudaFuncSetAttribute(gdn_prep<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_smem<D>());
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(gdn_scan<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_smem<D>());
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  // Set on every launch: the limit is per device, and the call costs next to nothing.
+  cudaError_t e = cudaFuncSetAttribute(gdn_prep<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_smem<D>());
+  if (e == cudaSuccess) e = cudaFuncSetAttribute(gdn_scan<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_smem<D>());
+  if (e != cudaSuccess) return e;
   gdn_prep<D><<<dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_smem<D>(), stream>>>(a, s);
   gdn_scan<D><<<dim3(D / kTileV, a.Hv, a.B), kThreads, scan_smem<D>(), stream>>>(a, s);
   return cudaGetLastError();
@@ -277,8 +274,9 @@ cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
 }  // namespace
 
 bool gdn_prefill_supported(const GdnArgs& a) {
-  return (a.S == 64 || a.S == 128) && a.Hk > 0 && a.Hv % a.Hk == 0 && a.Bqk > 0 && a.B % a.Bqk == 0 && a.T > 0 &&
-         a.K >= 1 && a.T / C < 65536;
+  // Heads and sequences are grid dimensions y and z (at most 65535 each).
+  return (a.S == 64 || a.S == 128) && a.Hk > 0 && a.Hv > 0 && a.Hv <= 65535 && a.Hv % a.Hk == 0 && a.Bqk > 0 &&
+         a.B > 0 && a.B <= 65535 && a.B % a.Bqk == 0 && a.T > 0 && a.K >= 1;
 }
 
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a) {
