@@ -24,6 +24,7 @@
 #include "cases.h"
 #include "kernel.cuh"
 #include "kernel_config.h"
+#include "launch_args.h"
 #ifndef GDN_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
 #include "ggml-backend.h"
 #include "ggml-cuda.h"
@@ -73,12 +74,7 @@ struct DeviceProblem {
     beta = upload(p.beta);
     state = upload(p.state);
     check_cuda(cudaMalloc(&out, sizeof(float) * p.out_elems()), "cudaMalloc");
-    const Shape& s = p.shape;
-    args = {q, k, v, g, beta, state, out, s.S, s.Hv, s.Hk, s.T, s.B, s.B, s.K,
-            s.S, int64_t{s.S} * s.Hk, int64_t{s.S} * s.Hk * s.T,
-            s.S, int64_t{s.S} * s.Hk, int64_t{s.S} * s.Hk * s.T,
-            s.S, int64_t{s.S} * s.Hv, int64_t{s.S} * s.Hv * s.T,
-            int64_t{s.S} * s.S * s.Hv};
+    args = contiguous_args(p.shape, q, k, v, g, beta, state, out);
     check_cuda(cudaMalloc(&scratch, gdn_prefill_scratch_bytes(args)), "cudaMalloc scratch");
   }
   ~DeviceProblem() {

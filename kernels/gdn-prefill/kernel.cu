@@ -7,6 +7,7 @@
 //   scan  grid (S / 32, Hv, B): a CTA owns 32 value columns of one head's state (columns of the
 //         delta rule are independent) and walks the chunks in order:
 //         U = U' - W S;  O = scale (e^{G} Q S + P U);  snapshots;  S <- e^{G_last} S + K~^T U.
+#include "device.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
 
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
 
-  extern __shared__ float smem[];
+  DYNAMIC_SHARED(float, smem);
   float* ks = smem;                // [C][D + 1]
   float* qs = ks + C * (D + 1);    // [C][D + 1]
   float* as = qs + C * (D + 1);    // [C][C + 1]
@@ -138,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const float scale = rsqrtf(static_cast<float>(D));
 
-  extern __shared__ float smem[];
+  DYNAMIC_SHARED(float, smem);
   float* st = smem;                 // [D][32]: S[i][col] of this CTA's columns
   float* x = st + D * kTileV;       // [C][D + 1]: W, then Q, then K of the chunk
   float* us = x + C * (D + 1);      // [C][32]: U
@@ -266,8 +267,8 @@ cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   cudaError_t e = cudaFuncSetAttribute(gdn_prep<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_smem<D>());
   if (e == cudaSuccess) e = cudaFuncSetAttribute(gdn_scan<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_smem<D>());
   if (e != cudaSuccess) return e;
-  gdn_prep<D><<<dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_smem<D>(), stream>>>(a, s);
-  gdn_scan<D><<<dim3(D / kTileV, a.Hv, a.B), kThreads, scan_smem<D>(), stream>>>(a, s);
+  LAUNCH(gdn_prep<D>, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_smem<D>(), stream, a, s);
+  LAUNCH(gdn_scan<D>, dim3(D / kTileV, a.Hv, a.B), kThreads, scan_smem<D>(), stream, a, s);
   return cudaGetLastError();
 }
 

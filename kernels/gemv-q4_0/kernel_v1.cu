@@ -5,9 +5,10 @@
 // exact in integers: the nibbles are unpacked, 8 subtracted bytewise (__vsubss4), and signed
 // dp4a accumulates (q_w - 8) * q_a; one float multiply by d_w * d_a adds it in. A warp
 // reduction per column ends the row.
-#include "kernel.cuh"
-
 #include <cuda_fp16.h>
+
+#include "device.cuh"
+#include "kernel.cuh"
 
 namespace gemv {
 namespace {
@@ -65,7 +66,7 @@ template <int kCols>
 void launch(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, cudaStream_t stream) {
   const dim3 block(32, 4);
   const dim3 grid(static_cast<unsigned>((rows + 3) / 4));
-  gemv_kernel<kCols><<<grid, block, 0, stream>>>(w, x, out, rows, k / kBlock);
+  LAUNCH(gemv_kernel<kCols>, grid, block, 0, stream, w, x, out, rows, k / kBlock);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 // block's bytes 4t..4t+3 gives both of a row's A registers.
 #include <cuda_fp16.h>
 
+#include "device.cuh"
 #include "kernel.cuh"
 
 namespace gemv {
@@ -31,14 +32,6 @@ __device__ __forceinline__ float half_at(const void* p) {
 __device__ __forceinline__ int quants_at(const BlockQ4_0* b, int t) {
   const uint16_t* p = reinterpret_cast<const uint16_t*>(b->qs) + 2 * t;
   return static_cast<int>(p[0] | (static_cast<uint32_t>(p[1]) << 16));
-}
-
-__device__ __forceinline__ void mma_s8(int (&c)[4], int a0, int a1, int a2, int a3, int b0, int b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%10, %10, %10, %10};"
-      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
 }
 
 template <int kTiles, int kUnroll>
@@ -67,6 +60,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
   const int64_t per = (nb + kWarps - 1) / kWarps;
   const int64_t first = warp * per, last = min(nb, first + per);
   float acc[kTiles][4] = {};
+  const int zero[4] = {0, 0, 0, 0};  // the mma's C: each block's product starts from zero
 
   for (int64_t b = first; b < last; b += kUnroll) {
     int wq[kUnroll][kTiles][2], bq[kUnroll][2];
@@ -98,7 +92,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
         const int hi0 = __vsubss4((wq[u][m][0] >> 4) & 0x0F0F0F0F, 0x08080808);
         const int hi1 = __vsubss4((wq[u][m][1] >> 4) & 0x0F0F0F0F, 0x08080808);
         int c[4];
-        mma_s8(c, lo0, lo1, hi0, hi1, bq[u][0], bq[u][1]);
+        mma_s8_m16n8k32(c, lo0, lo1, hi0, hi1, bq[u][0], bq[u][1], zero);
         acc[m][0] += static_cast<float>(c[0]) * (dw[u][m][0] * da[u][0]);
         acc[m][1] += static_cast<float>(c[1]) * (dw[u][m][0] * da[u][1]);
         acc[m][2] += static_cast<float>(c[2]) * (dw[u][m][1] * da[u][0]);
@@ -129,7 +123,8 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t r
                    cudaStream_t stream) {
   if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   const int64_t ctas = (rows + 16 * kTiles - 1) / (16 * kTiles);
-  gemv_mma<kTiles, kUnroll><<<static_cast<unsigned>(ctas), kWarps * 32, 0, stream>>>(w, x, out, rows, k / kBlock, cols);
+  auto* kernel = gemv_mma<kTiles, kUnroll>;
+  LAUNCH(kernel, static_cast<unsigned>(ctas), kWarps * 32, 0, stream, w, x, out, rows, k / kBlock, cols);
   return cudaGetLastError();
 }
 

@@ -1,0 +1,36 @@
+// What a kernel package's CUDA source uses beyond plain CUDA C++, so the same source also runs
+// under the CPU emulator (emu/cuda_emu.h):
+//   DYNAMIC_SHARED(T, name)   the block's dynamic shared memory as T* name
+//   LAUNCH(kernel, grid, block, shared_bytes, stream, args...)   kernel<<<...>>>(args...)
+//   mma_s8_m16n8k32(d, a0..a3, b0, b1, c)   the int8 tensor-core instruction (PTX fragment layout)
+#pragma once
+
+#include <cuda_runtime.h>
+
+#ifdef CUDA_EMU
+
+#define DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::cuda_emu::dynamic_shared())
+#define LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                       \
+  ::cuda_emu::launch(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes, \
+                     [&] { kernel(__VA_ARGS__); })
+
+inline void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1, const int (&c)[4]) {
+  ::cuda_emu::mma_s8_m16n8k32(d, a0, a1, a2, a3, b0, b1, c);
+}
+
+#else
+
+#define DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#define LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
+  kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__)
+
+__device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1,
+                                                const int (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %11, %12, %13};"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+}
+
+#endif

@@ -1,0 +1,321 @@
+#include "cuda_emu.h"
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace cuda_emu {
+
+Index thread_index, block_index;
+dim3 block_dim, grid_dim;
+
+namespace {
+
+constexpr size_t kDefaultShared = 48 * 1024;
+constexpr size_t kMaxShared = 227 * 1024;
+constexpr size_t kStackBytes = 256 * 1024;
+
+enum class State { kRunnable, kBarrier, kWarpOp, kDone };
+
+// A warp-wide operation's inputs and outputs for one thread.
+struct WarpSlot {
+  int op = 0;        // which operation (kShfl*, kMma)
+  int in[10] = {};   // shfl: the value; mma: a0..a3, b0, b1, c0..c3
+  float f = 0;       // shfl of a float: the value
+  int mask = 0;      // shfl: the lane mask
+  int out[4] = {};
+  float fout = 0;
+};
+constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3;
+
+struct Fiber {
+  ucontext_t context;
+  std::vector<char> stack;
+  State state = State::kRunnable;
+  const void* where = nullptr;  // the barrier's return address, to tell barriers apart
+  WarpSlot slot;
+};
+
+struct Emulator {
+  Order order = Order::kForward;
+  std::mt19937_64 rng{1};
+  std::string problems;
+  cudaError_t last_error = cudaSuccess;
+  std::map<const void*, size_t> max_shared;
+  std::vector<Fiber> fibers;
+  std::vector<unsigned char> shared;
+  ucontext_t scheduler;
+  int current = -1;
+  const std::function<void()>* body = nullptr;
+  bool abort_block = false;
+};
+Emulator& emu() {
+  static Emulator e;
+  return e;
+}
+
+void problem(const std::string& line) {
+  Emulator& e = emu();
+  if (e.problems.size() < 4096) e.problems += line + "\n";
+}
+
+void yield(State s) {
+  Emulator& e = emu();
+  e.fibers[e.current].state = s;
+  swapcontext(&e.fibers[e.current].context, &e.scheduler);
+  if (e.abort_block) {
+    // Unwinding a fiber is not possible without exceptions; park it for good.
+    e.fibers[e.current].state = State::kDone;
+    while (true) swapcontext(&e.fibers[e.current].context, &e.scheduler);
+  }
+}
+
+void fiber_entry() {
+  Emulator& e = emu();
+  (*e.body)();
+  e.fibers[e.current].state = State::kDone;
+  swapcontext(&e.fibers[e.current].context, &e.scheduler);
+}
+
+Index index_of(unsigned linear, dim3 d) { return {linear % d.x, (linear / d.x) % d.y, linear / (d.x * d.y)}; }
+
+std::string block_name() {
+  const Index b = block_index;
+  return "block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
+}
+
+// Completes the warp-wide operation every thread of warp `w` waits at; false when the warp is
+// not all there (divergence).
+bool finish_warp_op(int w, int threads) {
+  Emulator& e = emu();
+  const int first = w * 32, last = std::min(threads, first + 32);
+  const int op = e.fibers[first].slot.op;
+  for (int t = first; t < last; ++t)
+    if (e.fibers[t].state != State::kWarpOp || e.fibers[t].slot.op != op) return false;
+  if (last - first != 32) return false;  // a partial warp: our kernels never use one
+  auto lane = [&](int l) -> WarpSlot& { return e.fibers[first + l].slot; };
+  if (op == kShflInt || op == kShflFloat) {
+    for (int l = 0; l < 32; ++l) {
+      const int src = l ^ lane(l).mask;
+      lane(l).out[0] = lane(src).in[0];
+      lane(l).fout = lane(src).f;
+    }
+  } else if (op == kMma) {
+    // A 16x32 (rows g and g+8, k 4t.. and 16+4t..), B 32x8 (column g), C 16x8 (row g and g+8,
+    // columns 2t and 2t+1), with g = lane / 4 and t = lane % 4.
+    int8_t a[16][32], b[32][8];
+    int c[16][8];
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      const int* r = lane(l).in;
+      for (int i = 0; i < 4; ++i) {
+        a[g][4 * t + i] = static_cast<int8_t>(r[0] >> (8 * i));
+        a[g + 8][4 * t + i] = static_cast<int8_t>(r[1] >> (8 * i));
+        a[g][16 + 4 * t + i] = static_cast<int8_t>(r[2] >> (8 * i));
+        a[g + 8][16 + 4 * t + i] = static_cast<int8_t>(r[3] >> (8 * i));
+        b[4 * t + i][g] = static_cast<int8_t>(r[4] >> (8 * i));
+        b[16 + 4 * t + i][g] = static_cast<int8_t>(r[5] >> (8 * i));
+      }
+    }
+    for (int row = 0; row < 16; ++row)
+      for (int col = 0; col < 8; ++col) {
+        int sum = 0;
+        for (int k = 0; k < 32; ++k) sum += a[row][k] * b[k][col];
+        c[row][col] = sum;
+      }
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      WarpSlot& s = lane(l);
+      s.out[0] = s.in[6] + c[g][2 * t];
+      s.out[1] = s.in[7] + c[g][2 * t + 1];
+      s.out[2] = s.in[8] + c[g + 8][2 * t];
+      s.out[3] = s.in[9] + c[g + 8][2 * t + 1];
+    }
+  }
+  for (int t = first; t < last; ++t) e.fibers[t].state = State::kRunnable;
+  return true;
+}
+
+void run_block(int threads) {
+  Emulator& e = emu();
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = e.fibers[t];
+    f.state = State::kRunnable;
+    f.where = nullptr;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.data();
+    f.context.uc_stack.ss_size = f.stack.size();
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiber_entry, 0);
+  }
+  std::vector<int> order(threads);
+  e.abort_block = false;
+  while (true) {
+    for (int t = 0; t < threads; ++t) order[t] = t;
+    if (e.order == Order::kReverse) std::reverse(order.begin(), order.end());
+    if (e.order == Order::kShuffled) std::shuffle(order.begin(), order.end(), e.rng);
+    for (int t : order) {
+      if (e.fibers[t].state != State::kRunnable) continue;
+      e.current = t;
+      thread_index = index_of(static_cast<unsigned>(t), block_dim);
+      swapcontext(&e.scheduler, &e.fibers[t].context);
+    }
+    // Every thread now waits at a barrier or a warp operation, or is done.
+    bool progressed = false;
+    for (int w = 0; w * 32 < threads; ++w) {
+      bool any = false;
+      for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || e.fibers[t].state == State::kWarpOp;
+      if (any) progressed = finish_warp_op(w, threads) || progressed;
+    }
+    if (progressed) continue;
+    int done = 0, waiting = 0;
+    const void* where = nullptr;
+    bool same = true, warp_stuck = false;
+    for (int t = 0; t < threads; ++t) {
+      const Fiber& f = e.fibers[t];
+      if (f.state == State::kDone) ++done;
+      else if (f.state == State::kWarpOp) warp_stuck = true;
+      else {
+        ++waiting;
+        if (where == nullptr) where = f.where;
+        else same = same && f.where == where;
+      }
+    }
+    if (done == threads) return;
+    if (warp_stuck) problem(block_name() + ": a warp-wide operation not reached by the whole warp");
+    else if (done > 0) problem(block_name() + ": " + std::to_string(waiting) + " threads wait at a barrier that " +
+                               std::to_string(done) + " finished threads never reach");
+    else if (!same) problem(block_name() + ": threads wait at different barriers");
+    if (warp_stuck || done > 0 || !same) {
+      e.abort_block = true;
+      for (int t = 0; t < threads; ++t)
+        if (e.fibers[t].state != State::kDone) {
+          e.current = t;
+          swapcontext(&e.scheduler, &e.fibers[t].context);
+        }
+      return;
+    }
+    for (int t = 0; t < threads; ++t) e.fibers[t].state = State::kRunnable;
+  }
+}
+
+}  // namespace
+
+void set_order(Order order, uint64_t seed) {
+  emu().order = order;
+  emu().rng.seed(seed);
+}
+
+const std::string& problems() { return emu().problems; }
+void clear_problems() { emu().problems.clear(); }
+
+cudaError_t set_max_dynamic_shared(const void* kernel, int bytes) {
+  if (bytes < 0 || static_cast<size_t>(bytes) > kMaxShared) return cudaErrorInvalidValue;
+  emu().max_shared[kernel] = static_cast<size_t>(bytes);
+  return cudaSuccess;
+}
+
+cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_bytes, const std::function<void()>& body) {
+  Emulator& e = emu();
+  const unsigned threads = block.x * block.y * block.z;
+  auto it = e.max_shared.find(kernel);
+  const size_t limit = std::max(kDefaultShared, it == e.max_shared.end() ? 0 : it->second);
+  std::string why;
+  if (threads == 0 || threads > 1024 || block.z > 64) why = "a block of " + std::to_string(threads) + " threads";
+  else if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535)
+    why = "a grid of " + std::to_string(grid.x) + " x " + std::to_string(grid.y) + " x " + std::to_string(grid.z);
+  else if (dynamic_bytes > limit)
+    why = std::to_string(dynamic_bytes) + " bytes of dynamic shared memory (the kernel may use " + std::to_string(limit) + ")";
+  if (!why.empty()) {
+    problem("launch refused: " + why);
+    e.last_error = cudaErrorInvalidConfiguration;
+    return e.last_error;
+  }
+  if (e.fibers.size() < threads) {
+    e.fibers.resize(threads);
+    for (Fiber& f : e.fibers) f.stack.resize(kStackBytes);
+  }
+  e.shared.resize(dynamic_bytes);
+  e.body = &body;
+  block_dim = block;
+  grid_dim = grid;
+  const size_t before = e.problems.size();
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        block_index = {x, y, z};
+        std::memset(e.shared.data(), 0xff, e.shared.size());  // NaN, as uninitialized as it gets
+        run_block(static_cast<int>(threads));
+      }
+  if (e.problems.size() != before) e.last_error = cudaErrorLaunchFailure;
+  return cudaSuccess;
+}
+
+cudaError_t take_last_error() {
+  const cudaError_t e = emu().last_error;
+  emu().last_error = cudaSuccess;
+  return e;
+}
+
+void syncthreads() {
+  Emulator& e = emu();
+  e.fibers[e.current].where = __builtin_return_address(0);
+  yield(State::kBarrier);
+}
+
+void* dynamic_shared() { return emu().shared.data(); }
+
+float shfl_xor(float v, int mask) {
+  Emulator& e = emu();
+  WarpSlot& s = e.fibers[e.current].slot;
+  s.op = kShflFloat;
+  s.f = v;
+  s.mask = mask;
+  yield(State::kWarpOp);
+  return s.fout;
+}
+
+int shfl_xor(int v, int mask) {
+  Emulator& e = emu();
+  WarpSlot& s = e.fibers[e.current].slot;
+  s.op = kShflInt;
+  s.in[0] = v;
+  s.mask = mask;
+  yield(State::kWarpOp);
+  return s.out[0];
+}
+
+void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1, const int (&c)[4]) {
+  Emulator& e = emu();
+  WarpSlot& s = e.fibers[e.current].slot;
+  s.op = kMma;
+  const int in[10] = {a0, a1, a2, a3, b0, b1, c[0], c[1], c[2], c[3]};
+  std::copy(in, in + 10, s.in);
+  yield(State::kWarpOp);
+  std::copy(s.out, s.out + 4, d);
+}
+
+float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float v;
+  if (exponent == 0) v = std::ldexp(static_cast<float>(mantissa), -24);
+  else if (exponent == 31) v = mantissa ? NAN : INFINITY;
+  else v = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
+  return sign ? -v : v;
+}
+
+}  // namespace cuda_emu
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    default: return "unspecified launch failure";
+  }
+}

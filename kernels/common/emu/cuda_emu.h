@@ -1,0 +1,119 @@
+// Runs this project's CUDA kernels on the CPU, so that CI (no GPU) checks the kernels' own source:
+// indexing, shared-memory layout, barriers, launch limits. Each block's threads run as fibers
+// on one OS thread, switching at __syncthreads() and at warp-wide operations; blocks run one
+// after another. Kernels are compiled unchanged by the host compiler with this directory first on
+// the include path (its cuda_runtime.h and cuda_fp16.h lead here), provided they launch through
+// LAUNCH, declare dynamic shared memory through DYNAMIC_SHARED and reach tensor cores through
+// device.cuh (../device.cuh).
+//
+// What it checks while running: a barrier reached by only some threads of a block, or reached at
+// different places; a warp-wide operation not reached by the whole warp; a launch beyond CUDA's
+// limits (block size, grid y/z, dynamic shared memory above the default 48 KB without the
+// cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB). Running the threads in
+// another order (set_order) and comparing results exposes most shared-memory races. Dynamic
+// shared memory starts as NaN; static __shared__ arrays keep what the previous block left. Floating-point results differ from the GPU's in the last bits
+// (host expf, no fused multiply-add unless the compiler contracts).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#define CUDA_EMU 1
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+using cudaError_t = int;
+constexpr cudaError_t cudaSuccess = 0;
+constexpr cudaError_t cudaErrorInvalidValue = 1;
+constexpr cudaError_t cudaErrorInvalidConfiguration = 9;
+constexpr cudaError_t cudaErrorLaunchFailure = 719;
+using cudaStream_t = struct CUstream_emu*;
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+
+namespace cuda_emu {
+
+struct Index {
+  unsigned x, y, z;
+};
+extern Index thread_index, block_index;
+extern dim3 block_dim, grid_dim;
+
+enum class Order { kForward, kReverse, kShuffled };
+// The order in which each round runs a block's threads (kShuffled draws a fresh order per round).
+void set_order(Order order, uint64_t seed = 1);
+
+// What went wrong so far, as one line per problem (empty when nothing did).
+const std::string& problems();
+void clear_problems();
+
+cudaError_t set_max_dynamic_shared(const void* kernel, int bytes);
+// Runs the grid; `body` runs one thread of one block (thread_index and block_index set).
+cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared, const std::function<void()>& body);
+cudaError_t take_last_error();
+
+void syncthreads();
+void* dynamic_shared();
+
+// Warp-wide operations: every thread of the warp must arrive.
+float shfl_xor(float v, int mask);
+int shfl_xor(int v, int mask);
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 with the PTX ISA's fragment layout.
+void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1, const int (&c)[4]);
+
+float half_bits_to_float(uint16_t h);
+
+}  // namespace cuda_emu
+
+#define threadIdx (::cuda_emu::thread_index)
+#define blockIdx (::cuda_emu::block_index)
+#define blockDim (::cuda_emu::block_dim)
+#define gridDim (::cuda_emu::grid_dim)
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __syncthreads() ::cuda_emu::syncthreads()
+
+template <typename T>
+cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+  return ::cuda_emu::set_max_dynamic_shared(reinterpret_cast<const void*>(kernel), value);
+}
+inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_last_error(); }
+const char* cudaGetErrorString(cudaError_t e);
+
+// The device functions our kernels use.
+template <typename T>
+inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T>
+inline T max(T a, T b) { return a < b ? b : a; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline int __vsubss4(int a, int b) {
+  int r = 0;
+  for (int i = 0; i < 4; ++i) {
+    int d = static_cast<int8_t>(a >> (8 * i)) - static_cast<int8_t>(b >> (8 * i));
+    d = d < -128 ? -128 : d > 127 ? 127 : d;
+    r |= (d & 0xff) << (8 * i);
+  }
+  return r;
+}
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
+  return c;
+}
+inline float __shfl_xor_sync(unsigned, float v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
+inline int __shfl_xor_sync(unsigned, int v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
+
+struct __half {
+  uint16_t bits;
+};
+inline __half __ushort_as_half(uint16_t bits) { return {bits}; }
+inline float __half2float(__half h) { return ::cuda_emu::half_bits_to_float(h.bits); }

@@ -1,0 +1,80 @@
+// make test's check of the CUDA kernels' own sources, on the CPU: every variant runs under the
+// emulator (kernels/common/emu) on the small shapes in every mode with 1 to 8 columns, and on the
+// 1024 x 4096 one, with the block's threads in three orders. Each must meet the accuracy bar against
+// the float64 oracle, give bit-identical results in every order (a difference means a
+// shared-memory race), write every output it owns and trip none of the emulator's checks. The
+// tensor-core variants are checked against the PTX ISA's fragment layout as the emulator models it.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "cases.h"
+#include "cuda_emu.h"
+#include "kernel.cuh"
+#include "reference.h"
+
+using namespace gemv;
+
+int main() {
+  int failures = 0;
+  double min_snr = std::numeric_limits<double>::infinity();
+  bool all_close = true;
+  const cuda_emu::Order orders[] = {cuda_emu::Order::kForward, cuda_emu::Order::kReverse, cuda_emu::Order::kShuffled};
+  for (const Shape& s : shapes()) {
+    if (s.large && s.rows * s.k > int64_t{1024} * 4096) continue;
+    for (Mode m : all_modes()) {
+      // The real shape once (normal data, 1 and 8 columns): the emulator switches threads through
+      // the C library, and every column count of every mode there would take minutes.
+      if (s.large && m != Mode::kNormal) continue;
+      const Problem p = make_problem(s.name, s.rows, s.k, 8, m, 1);
+      for (int cols = 1; cols <= 8; ++cols) {
+        if (s.large && cols != 1 && cols != 8) continue;
+        // Column by column, each over the checked rows (oracle_rows gives all 8 columns of a range).
+        const auto ranges = checked_rows(s);
+        std::vector<std::vector<double>> parts(ranges.size());
+        for (size_t i = 0; i < ranges.size(); ++i) oracle_rows(p, ranges[i].first, ranges[i].second, parts[i]);
+        std::vector<double> want;
+        for (int c = 0; c < cols; ++c)
+          for (size_t i = 0; i < ranges.size(); ++i) {
+            const int64_t n = ranges[i].second - ranges[i].first;
+            want.insert(want.end(), parts[i].begin() + c * n, parts[i].begin() + (c + 1) * n);
+          }
+        for (const Variant& var : variants()) {
+          const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
+          std::vector<float> first;
+          for (cuda_emu::Order order : orders) {
+            std::vector<float> out(static_cast<size_t>(s.rows * cols), std::nanf(""));
+            cuda_emu::set_order(order, 11);
+            cuda_emu::clear_problems();
+            cudaError_t e = var.run(p.w.data(), p.x.data(), out.data(), s.rows, s.k, cols, nullptr);
+            if (e == cudaSuccess) e = cudaGetLastError();
+            if (e != cudaSuccess || !cuda_emu::problems().empty()) {
+              std::printf("case %s: %s\n%s", name.c_str(), cudaGetErrorString(e), cuda_emu::problems().c_str());
+              ++failures;
+              break;
+            }
+            if (first.empty()) first = out;
+            else if (std::memcmp(first.data(), out.data(), out.size() * sizeof(float)) != 0) {
+              std::printf("case %s: results depend on the order of the threads (a shared-memory race)\n", name.c_str());
+              ++failures;
+            }
+          }
+          if (first.empty()) continue;
+          std::vector<float> got;
+          for (int c = 0; c < cols; ++c)
+            for (auto [r0, r1] : checked_rows(s))
+              for (int64_t r = r0; r < r1; ++r) got.push_back(first[static_cast<size_t>(c * s.rows + r)]);
+          const Accuracy a = compare(want, got);
+          std::printf("case %-44s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), a.snr_db,
+                      a.max_abs_err, a.finite, a.allclose);
+          min_snr = std::min(min_snr, a.snr_db);
+          all_close = all_close && a.allclose;
+          if (a.snr_db < 90 || !a.finite) ++failures;
+        }
+      }
+    }
+  }
+  std::printf("SNR: %.1f\nallclose: %s\n", min_snr, all_close ? "true" : "false");
+  return failures == 0 && all_close ? 0 : 1;
+}

@@ -1,0 +1,4 @@
+// The CUDA kernels' own sources, compiled for the CPU emulator (kernels/common/emu).
+#include "kernel.cu"
+#include "kernel_v1.cu"
+#include "kernel_v2.cu"
