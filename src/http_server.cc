@@ -178,14 +178,20 @@ bool Responder::client_gone() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-bool Responder::forward(int port, const Request& req, const std::string& body, const Headers& extra,
+bool Responder::forward(const Upstream& to, const Request& req, const std::string& body, const Headers& extra,
                         const BodyTap& tap) {
+  const int port = to.port;
   RequestHead up;
   up.method = req.head.method;
   up.target = req.head.target;
   up.headers.push_back({"Host", "127.0.0.1:" + std::to_string(port)});
-  for (const auto& h : req.head.headers)
-    if (!is_hop_by_hop(h.name)) up.headers.push_back(h);
+  const bool keyed = !to.key.empty();
+  for (const auto& h : req.head.headers) {
+    if (is_hop_by_hop(h.name)) continue;
+    if (keyed && (iequals(h.name, "Authorization") || iequals(h.name, "X-Api-Key"))) continue;
+    up.headers.push_back(h);
+  }
+  if (keyed) up.headers.push_back({"Authorization", "Bearer " + to.key});
   if (!body.empty() || up.method == "POST" || up.method == "PUT" || up.method == "PATCH")
     up.headers.push_back({"Content-Length", std::to_string(body.size())});
   // Small bodies go out with the head in one write; large ones are not copied.

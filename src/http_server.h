@@ -34,6 +34,12 @@ struct Request {
 // Observes the bytes of a relayed response body as they pass (for statistics); never blocks.
 using BodyTap = std::function<void(const char* data, size_t size)>;
 
+// An engine on 127.0.0.1: its port and the key it demands (engine_key.h; empty: none).
+struct Upstream {
+  int port = 0;
+  std::string key;
+};
+
 class Responder {
  public:
   Responder(HttpConn& client, std::map<int, std::unique_ptr<HttpConn>>& upstreams, bool client_close)
@@ -43,12 +49,13 @@ class Responder {
   bool send(int status, const std::string& content_type, const std::string& body, const Headers& extra = {});
   // The engine's JSON error shape: {"error":{"code","message","type"}}.
   bool send_error(int status, const std::string& message, const std::string& type);
-  // Forwards `req` (with `body` in place of req.body) to 127.0.0.1:`port` and relays the answer,
-  // adding `extra` headers. 502 when the engine cannot be reached.
-  bool forward(int port, const Request& req, const std::string& body, const Headers& extra = {},
+  // Forwards `req` (with `body` in place of req.body) to the engine `to` and relays the answer,
+  // adding `extra` headers to it. With an engine key, the client's own credentials (Authorization,
+  // X-Api-Key) are replaced by the engine's. 502 when the engine cannot be reached.
+  bool forward(const Upstream& to, const Request& req, const std::string& body, const Headers& extra = {},
                const BodyTap& tap = nullptr);
-  bool forward(int port, const Request& req, const Headers& extra = {}, const BodyTap& tap = nullptr) {
-    return forward(port, req, req.body, extra, tap);
+  bool forward(const Upstream& to, const Request& req, const Headers& extra = {}, const BodyTap& tap = nullptr) {
+    return forward(to, req, req.body, extra, tap);
   }
   // The client's connection, for handlers that wait long: true once it has hung up.
   bool client_gone() const;

@@ -5,6 +5,7 @@
 
 #include "device.h"
 #include "engine_args.h"
+#include "engine_key.h"
 #include "gguf_facts.h"
 #include "http_conn.h"
 #include "launch_plan.h"
@@ -140,7 +141,9 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   for (const auto& line : plan.recipe_lines()) std::cerr << "1bit lemonade: " << e.id << ": " << line.substr(11) << "\n";
   const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
   try {
-    m.child = spawn({plan.program, plan.args, plan.env_added, plan.env_removed, log, false});
+    auto env = plan.env_added;
+    env.push_back({kEngineKeyVariable, m.key});
+    m.child = spawn({plan.program, plan.args, env, plan.env_removed, log, false});
   } catch (const Error& err) {
     throw fail(err.what());
   }
@@ -191,6 +194,7 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   m->type = e.type();
   m->device = device;
   m->options = options;
+  m->key = new_engine_key();
   // The port was free when picked, but another program (or another 1bit) may take it before our
   // engine binds it; then the engine exits at once and the load is tried again on a fresh port.
   constexpr int kPortAttempts = 5;

@@ -28,6 +28,7 @@
 #include "child_process.h"
 #include "error.h"
 #include "gguf_facts.h"
+#include "http_server.h"
 #include "lemonade_catalog.h"
 #include "serve_options.h"
 
@@ -56,6 +57,7 @@ struct LoadedModel {
   std::string name, checkpoint, path, type, device;
   nlohmann::json options;  // the effective load options
   int port = 0;
+  std::string key;  // the engine's own key (engine_key.h)
   std::unique_ptr<ChildProcess> child;
   int64_t last_use_ms = 0;
   int busy = 0;
@@ -78,6 +80,7 @@ class ModelManager {
     Lease(const Lease&) = delete;
     ~Lease();
     int port() const { return model_->port; }
+    Upstream engine() const { return {model_->port, model_->key}; }
     const LoadedModel& model() const { return *model_; }
 
    private:

@@ -229,7 +229,7 @@ bool LemonadeServer::infer(const std::string& route, const Request& req, json bo
   Request forwarded = req;
   forwarded.head.target = kEngineRoutes.at(route);
   StatsTap tap(Clock::now());
-  bool keep = r.forward(lease.port(), forwarded, body.dump(-1, ' ', false, json::error_handler_t::replace), kCors,
+  bool keep = r.forward(lease.engine(), forwarded, body.dump(-1, ' ', false, json::error_handler_t::replace), kCors,
                         [&tap](const char* d, size_t n) { tap.feed(d, n); });
   json stats = tap.finish();
   std::lock_guard<std::mutex> lock(stats_mu_);

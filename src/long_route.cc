@@ -39,11 +39,16 @@ bool nesting_within(const std::string& text, int max) {
 
 }  // namespace
 
+Headers LongRouter::headers() const {
+  Headers h = {{"Content-Type", "application/json"}};
+  if (!main_.key.empty()) h.push_back({"Authorization", "Bearer " + main_.key});
+  return h;
+}
+
 int64_t LongRouter::count_tokens(bool chat, const std::string& payload, std::string& error) const {
   std::string prompt = payload;
   if (chat) {
-    HttpResult t = http_fetch("127.0.0.1", main_port_, "POST", "/apply-template", payload,
-                              {{"Content-Type", "application/json"}}, kCountTimeoutMs);
+    HttpResult t = http_fetch("127.0.0.1", main_.port, "POST", "/apply-template", payload, headers(), kCountTimeoutMs);
     if (t.status != 200) {
       error = "cannot apply the chat template: " + (t.error.empty() ? t.body : t.error);
       return -1;
@@ -55,8 +60,7 @@ int64_t LongRouter::count_tokens(bool chat, const std::string& payload, std::str
       return -1;
     }
   }
-  HttpResult r = http_fetch("127.0.0.1", main_port_, "POST", "/tokenize", prompt,
-                            {{"Content-Type", "application/json"}}, kCountTimeoutMs);
+  HttpResult r = http_fetch("127.0.0.1", main_.port, "POST", "/tokenize", prompt, headers(), kCountTimeoutMs);
   if (r.status != 200) {
     error = "cannot count tokens: " + (r.error.empty() ? r.body : r.error);
     return -1;

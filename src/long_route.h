@@ -22,8 +22,8 @@ class LongRouter {
   static constexpr size_t kMain = 0;
   static constexpr size_t kLong = 1;
 
-  LongRouter(int main_port, int64_t long_from, size_t max_conversations = 100000)
-      : main_port_(main_port), long_from_(long_from), max_conversations_(max_conversations) {}
+  LongRouter(Upstream main_engine, int64_t long_from, size_t max_conversations = 100000)
+      : main_(std::move(main_engine)), long_from_(long_from), max_conversations_(max_conversations) {}
 
   RouteDecision route(const RequestHead& req, const std::string& body);
 
@@ -35,8 +35,9 @@ class LongRouter {
   // Token count of a request's prompt through the main engine; -1 with `error` set on failure.
   int64_t count_tokens(bool chat, const std::string& payload, std::string& error) const;
   RouteDecision decide(const Route& r) const;
+  Headers headers() const;  // for requests to the main engine
 
-  int main_port_;
+  Upstream main_;  // the main engine, which counts tokens
   int64_t long_from_;
   size_t max_conversations_;
   std::mutex mu_;

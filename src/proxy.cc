@@ -41,7 +41,7 @@ bool Proxy::handle(const Request& req, Responder& r) {
   if (route.error_status != 0) return r.send_error(route.error_status, route.error, "server_error");
   Headers extra;
   if (!route.header.empty()) extra.push_back({"X-1bit-Route", route.header});
-  return r.forward(backends_[route.backend].port, req, extra);
+  return r.forward(backends_[route.backend].engine, req, extra);
 }
 
 }  // namespace onebit

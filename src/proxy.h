@@ -13,7 +13,7 @@ namespace onebit {
 
 struct Backend {
   std::string name;  // "main", "long"
-  int port = 0;      // on 127.0.0.1
+  Upstream engine;   // its port on 127.0.0.1 and its key
 };
 
 struct RouteDecision {

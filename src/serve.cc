@@ -15,6 +15,7 @@
 #include "child_process.h"
 #include "device.h"
 #include "engine_args.h"
+#include "engine_key.h"
 #include "error.h"
 #include "gguf_facts.h"
 #include "http_conn.h"
@@ -39,6 +40,7 @@ struct Engine {
   std::string model;
   LaunchPlan plan;
   int port = 0;
+  std::string key;  // the engine's own key (engine_key.h)
   std::unique_ptr<ChildProcess> child;
   bool ready = false;
 };
@@ -142,6 +144,7 @@ int serve(const ServeOptions& o) {
     in.recipes = recipes;
     in.environment = current_environment();
     e.plan = plan_launch(in, engine);
+    e.key = new_engine_key();
     engines.push_back(std::move(e));
   };
   add_engine("main", model_path, model, drafter ? &*drafter : nullptr);
@@ -163,18 +166,20 @@ int serve(const ServeOptions& o) {
   pc.api_key = o.api_key;
   pc.max_body_bytes = static_cast<uint64_t>(o.max_body_mb) << 20;
   std::vector<Backend> backends;
-  for (const Engine& e : engines) backends.push_back({e.label, e.port});
+  for (const Engine& e : engines) backends.push_back({e.label, {e.port, e.key}});
   std::shared_ptr<LongRouter> router;
-  if (long_model) router = std::make_shared<LongRouter>(engines[0].port, o.long_from);
+  if (long_model) router = std::make_shared<LongRouter>(Upstream{engines[0].port, engines[0].key}, o.long_from);
   Proxy proxy(pc, backends,
               router ? Router([router](const RequestHead& r, const std::string& b) { return router->route(r, b); })
                      : Router());
   proxy.adopt(std::move(listener));
   proxy.start();
 
-  for (Engine& e : engines)
-    e.child = ChildProcess::start(
-        {e.plan.program, e.plan.args, e.plan.env_added, e.plan.env_removed, o.engine_log, o.verbose});
+  for (Engine& e : engines) {
+    auto env = e.plan.env_added;
+    env.push_back({kEngineKeyVariable, e.key});
+    e.child = ChildProcess::start({e.plan.program, e.plan.args, env, e.plan.env_removed, o.engine_log, o.verbose});
+  }
   std::cerr << "1bit serve: loading " << model_path << " on " << device << ", listening on http://" << o.host << ":"
             << proxy.port() << "\n";
 

@@ -12,6 +12,7 @@
 //   FAKE_DEVICES="A;B"        what --list-devices prints
 //   FAKE_NO_TIMINGS=1         completions carry no "timings"
 //   FAKE_FAST_FLAG=F          when argv holds flag F, every speed in "timings" is doubled
+//   LLAMA_API_KEY=K           as llama-server: every route but /health wants "Authorization: Bearer K"
 //   FAKE_STRANGER=FILE        once per FILE: another program (its own session, outliving this
 //                             one) takes --port and answers every GET with 200; its pid goes to
 //                             FILE. Then this fake exits with code 1, as llama-server does when it
@@ -182,8 +183,17 @@ int main(int argc, char** argv) {
   httplib::Server srv;
   reuse_address(srv);
   srv.new_task_queue = [] { return new httplib::ThreadPool(64); };
-  srv.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response&) {
+  const char* key = std::getenv("LLAMA_API_KEY");
+  srv.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     event("request " + req.method + " " + req.path);
+    if (key != nullptr && *key != '\0' && req.path != "/health" &&
+        req.get_header_value("Authorization") != std::string("Bearer ") + key) {
+      event("unauthorized " + req.path);
+      res.status = 401;
+      res.set_content(R"({"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}})",
+                      "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) {

@@ -154,6 +154,17 @@ TEST(LemonadeEndpoints, HealthModelsAndSystem) {
   EXPECT_TRUE(stats.contains("gpu_percent") && stats.contains("vram_gb"));
 }
 
+// A loaded model's engine /props, asked directly at its backend_url with the key only 1bit and
+// the engine know (read from the engine's environment, as only its own user can).
+json engine_props(const json& loaded) {
+  const std::string url = loaded["backend_url"];
+  const int port = std::atoi(url.c_str() + url.rfind(':') + 1);
+  const int pid = loaded["pid"];
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/props").status, 401);  // nobody else gets in
+  return json::parse(
+      http_fetch("127.0.0.1", port, "GET", "/props", "", {{"Authorization", "Bearer " + proc_env(pid, "LLAMA_API_KEY")}}).body);
+}
+
 TEST(LemonadeModels, LoadUnloadAndOptions) {
   Lemonade l({"--ctx-size", "768"});
   HttpResult r = l.post("/api/v1/load", {{"model_name", "1bit-tiny"}});
@@ -167,9 +178,7 @@ TEST(LemonadeModels, LoadUnloadAndOptions) {
   EXPECT_EQ(m["recipe_options"]["ctx_size"], 768);  // the server's default
   EXPECT_TRUE(m["pid"].is_number());
   // The engine really runs with that context: ask it through its own URL.
-  std::string url = m["backend_url"];
-  int backend = std::atoi(url.c_str() + url.rfind(':') + 1);
-  EXPECT_EQ(json::parse(http_fetch("127.0.0.1", backend, "GET", "/props").body)["default_generation_settings"]["n_ctx"], 768);
+  EXPECT_EQ(engine_props(m)["default_generation_settings"]["n_ctx"], 768);
 
   // Request options win over saved ones, which win over the server's; save_options keeps them.
   r = l.post("/api/v1/load", {{"model_name", "1bit-tiny"}, {"ctx_size", 512}, {"llamacpp_args", "-np 2"}, {"save_options", true}});
@@ -177,8 +186,7 @@ TEST(LemonadeModels, LoadUnloadAndOptions) {
   m = l.health()["all_models_loaded"][0];
   EXPECT_EQ(m["recipe_options"]["ctx_size"], 512);
   EXPECT_EQ(m["recipe_options"]["llamacpp_args"], "-np 2");
-  backend = std::atoi(m["backend_url"].get<std::string>().c_str() + m["backend_url"].get<std::string>().rfind(':') + 1);
-  EXPECT_EQ(json::parse(http_fetch("127.0.0.1", backend, "GET", "/props").body)["default_generation_settings"]["n_ctx"], 512 / 2);
+  EXPECT_EQ(engine_props(m)["default_generation_settings"]["n_ctx"], 512 / 2);
   EXPECT_EQ(json::parse(l.get("/api/v1/models/1bit-tiny").body)["recipe_options"]["ctx_size"], 512);
   ASSERT_EQ(l.post("/api/v1/unload", {{"model_name", "1bit-tiny"}}).status, 200);
   ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}}).status, 200);  // saved options apply

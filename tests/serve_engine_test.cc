@@ -2,6 +2,7 @@
 // model written by 1bit synth, and the engine's endpoints answer through the proxy.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <gtest/gtest.h>
@@ -108,6 +109,25 @@ TEST_F(ServeEngineTest, EngineEndpointsPassThrough) {
   HttpResult metrics = http_fetch("127.0.0.1", port_, "GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("llamacpp:"), std::string::npos);
+}
+
+// The engine's own port turns away everyone but serve: it demands a key that only serve knows,
+// handed over in the environment, never on the command line.
+TEST_F(ServeEngineTest, TheEngineAnswersOnlyServe) {
+  const std::vector<std::string> argv = proc_strings(engine_pid_, "cmdline");
+  const auto port_at = std::find(argv.begin(), argv.end(), "--port");
+  ASSERT_NE(port_at, argv.end());
+  const int engine_port = std::atoi((port_at + 1)->c_str());
+  const std::string key = proc_env(engine_pid_, "LLAMA_API_KEY");
+  ASSERT_EQ(key.size(), 32u);
+  for (const std::string& arg : argv) EXPECT_EQ(arg.find(key), std::string::npos) << arg;
+
+  EXPECT_EQ(http_fetch("127.0.0.1", engine_port, "GET", "/v1/models").status, 401);
+  EXPECT_EQ(http_fetch("127.0.0.1", engine_port, "GET", "/v1/models", "", {{"Authorization", "Bearer nope"}}).status, 401);
+  EXPECT_EQ(http_fetch("127.0.0.1", engine_port, "GET", "/v1/models", "", {{"Authorization", "Bearer " + key}}).status, 200);
+  EXPECT_EQ(http_fetch("127.0.0.1", engine_port, "GET", "/health").status, 200);
+  // Through serve, a client's own Authorization header does not get in the way.
+  EXPECT_EQ(http_fetch("127.0.0.1", port_, "GET", "/v1/models", "", {{"Authorization", "Bearer whatever"}}).status, 200);
 }
 
 // The engine's web UI (built from its sources when npm is at hand) comes through at /.

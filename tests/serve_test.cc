@@ -391,7 +391,8 @@ TEST_F(ServeTest, ForwardsHeadersAndKeepsConnectionsAlive) {
     ASSERT_EQ(h.status, 200);
     ASSERT_EQ(conn.read_body(response_framing(h, "POST"), 1 << 20, resp, 5000), ReadStatus::kOk);
     json seen = json::parse(resp)["seen"];
-    EXPECT_EQ(seen["authorization"], "Bearer abc");
+    // The client's credentials stop at serve; the engine sees its own key.
+    EXPECT_EQ(seen["authorization"], "Bearer " + record()["env"]["LLAMA_API_KEY"].get<std::string>());
     EXPECT_EQ(seen["body_bytes"], body.size());
     EXPECT_EQ(seen["host"].get<std::string>().rfind("127.0.0.1:", 0), 0u);
   }
@@ -453,7 +454,11 @@ TEST_F(ServeTest, TheEngineNeverSeesVariablesForWhatServeOwns) {
   std::unique_ptr<Subprocess> p;
   int port = start(p, {"-m", model_}, {{"LLAMA_API_KEY", "stray"}, {"LLAMA_ARG_THREADS", "3"}});
   json env = record()["env"];
-  EXPECT_FALSE(env.contains("LLAMA_API_KEY"));
+  // The stray key is gone; the engine's key is serve's own: fresh, 32 hex digits, not in argv.
+  const std::string key = env["LLAMA_API_KEY"];
+  EXPECT_EQ(key.size(), 32u);
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);
+  for (const auto& arg : record()["argv"]) EXPECT_EQ(arg.get<std::string>().find(key), std::string::npos);
   EXPECT_EQ(env["LLAMA_ARG_THREADS"], "3");
   EXPECT_EQ(http_fetch("127.0.0.1", port, "GET", "/v1/models").status, 200);
 }

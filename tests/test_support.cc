@@ -63,6 +63,24 @@ std::string read_file(const std::string& path) {
 
 std::string onebit_binary() { return ONEBIT_TEST_BIN_DIR "/1bit"; }
 std::string llama_server_binary() { return ONEBIT_TEST_BIN_DIR "/llama-server"; }
+std::vector<std::string> proc_strings(int pid, const char* what) {
+  const std::string bytes = read_file("/proc/" + std::to_string(pid) + "/" + what);
+  std::vector<std::string> out;
+  for (size_t at = 0; at < bytes.size();) {
+    const size_t end = bytes.find('\0', at);
+    out.push_back(bytes.substr(at, end - at));
+    at = end == std::string::npos ? bytes.size() : end + 1;
+  }
+  return out;
+}
+
+std::string proc_env(int pid, const std::string& name) {
+  for (const std::string& kv : proc_strings(pid, "environ"))
+    if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=')
+      return kv.substr(name.size() + 1);
+  return "";
+}
+
 KillPidInFile::~KillPidInFile() {
   std::ifstream in(path_);
   pid_t pid = 0;

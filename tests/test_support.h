@@ -30,6 +30,11 @@ void write_gguf(const std::string& path, const std::vector<std::pair<std::string
 void write_file(const std::string& path, const std::string& bytes);
 std::string read_file(const std::string& path);
 
+// /proc/<pid>/<what> split at NULs: a process's argv ("cmdline") or environment ("environ").
+std::vector<std::string> proc_strings(int pid, const char* what);
+// The value of `name` in a running process's environment; empty when unset.
+std::string proc_env(int pid, const std::string& name);
+
 // Kills, on destruction, the process whose pid `path` holds, if the file was written: for
 // processes a test's fake engine leaves running on purpose.
 class KillPidInFile {
