@@ -188,9 +188,11 @@ case $mode in
     echo "$COMMIT" >"$tmp/src/.onebit-commit"
     queue_manifest >"$tmp/src/.onebit-patches"
     out=$(cd "$(dirname "$prepare_dir")" && pwd)/$(basename "$prepare_dir")
-    # What a build of llama-server, llama-bench, rpc-server and perplexity reads; UI sources and
-    # assets stay behind (such a build has no web UI).
-    tar -cJf "$out" -C "$tmp/src" --exclude=.git --exclude=./models --exclude=./docs --exclude=./tests \
+    # What a build of llama-server, llama-bench, rpc-server and perplexity reads, plus the
+    # engine's test-backend-ops (which the CUDA build of 1bit compiles to check patched kernels);
+    # UI sources and assets stay behind (such a build has no web UI).
+    find "$tmp/src/tests" -type f ! -name test-backend-ops.cpp -delete
+    tar -cJf "$out" -C "$tmp/src" --exclude=.git --exclude=./models --exclude=./docs \
         --exclude=./examples --exclude=./pocs --exclude=./gguf-py --exclude=./media --exclude=./benches \
         --exclude=./ci --exclude=./conversion --exclude=./skills --exclude=./requirements \
         --exclude=./tools/ui/src --exclude=./tools/ui/static --exclude=./tools/ui/tests --exclude=./tools/ui/dist .
