@@ -152,9 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 
   const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
   const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
-  const int64_t attn_elems = int64_t{D} * a.Hv * a.T * a.B;
-  const int64_t snap_elems = int64_t{D} * D * a.Hv * a.B;
-  float* snap_base = a.out + attn_elems + (int64_t{b} * a.Hv + h) * D * D + int64_t{col} * D;
+  float* snap_base = a.state_out + (int64_t{b} * a.Hv + h) * D * D + int64_t{col} * D;
 
   for (int64_t c = 0; c < s.chunks; ++c) {
     const int64_t t0 = c * C;
@@ -231,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         __syncthreads();  // decay[] of the previous snapshot is used up
         if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(gs[t] - gs[threadIdx.x])) : 0.0f;
         __syncthreads();
-        float* dst = snap_base + slot * snap_elems;
+        float* dst = snap_base + slot * a.slot_stride;
 #pragma unroll
         for (int r = 0; r < kRowsI; ++r) {
           const int i = warp * kRowsI + r;

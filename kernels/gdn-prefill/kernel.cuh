@@ -12,7 +12,10 @@ namespace gdn {
 
 struct GdnArgs {
   const float *q, *k, *v, *g, *beta, *state;
-  float* out;                     // attn [S, Hv, T, B], then K snapshot slots
+  float* out;                     // attn [S, Hv, T, B]
+  float* state_out;               // snapshot slot 0: [S, S, Hv, B]; the op's own output puts it
+                                  // right after attn, the engine's cache fusion elsewhere
+  int64_t slot_stride;            // floats between snapshot slots (used when K > 1)
   int S, Hv, Hk;                  // S is 64 or 128
   int64_t T;
   int B, Bqk;                     // sequences of v; of q and k (B is a multiple of Bqk)

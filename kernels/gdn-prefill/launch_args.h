@@ -17,6 +17,8 @@ inline GdnArgs contiguous_args(const Shape& s, const float* q, const float* k, c
   a.beta = beta;
   a.state = state;
   a.out = out;
+  a.state_out = out + int64_t{s.S} * s.Hv * s.T * s.B;
+  a.slot_stride = int64_t{s.S} * s.S * s.Hv * s.B;
   a.S = s.S;
   a.Hv = s.Hv;
   a.Hk = s.Hk;
