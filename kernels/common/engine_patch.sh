@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the engine patch that carries a kernel package into llama.cpp's CUDA backend: the
 # package's kernel sources under ggml/src/ggml-cuda/onebit-<package>/, one .cu beside them that
-# compiles them, and the package's hand-written dispatch (engine_dispatch.diff, against the pinned
+# compiles the .cu files among them, and the package's hand-written dispatch (engine_dispatch.diff, against the pinned
 # source with the earlier patches of the queue applied). Run it after changing a kernel;
 # make test checks that the patch in the queue carries the kernel files as they are in the package.
 #
@@ -32,10 +32,12 @@ git -C "$tmp/src" -c user.name=1bit -c user.email=1bit@localhost commit -qm "que
 cuda=$tmp/src/ggml/src/ggml-cuda
 mkdir "$cuda/$dir"
 for f in "$@"; do cp "$package/$f" "$cuda/$dir/$(basename "$f")"; done
-cat >"$cuda/$dir.cu" <<CU
-// 1bit's $(basename "$package") kernel (kernels/$(basename "$package") in the 1bit tree), compiled into ggml-cuda.
-#include "$dir/kernel.cu"
-CU
+{
+  echo "// 1bit's $(basename "$package") kernel (kernels/$(basename "$package") in the 1bit tree), compiled into ggml-cuda."
+  for f in "$@"; do
+    case $f in *.cu) echo "#include \"$dir/$(basename "$f")\"" ;; esac
+  done
+} >"$cuda/$dir.cu"
 git -C "$tmp/src" apply "$package/engine_dispatch.diff"
 git -C "$tmp/src" add -A
 git -C "$tmp/src" diff --cached >"$queue/$name"

@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
         for (int cols = 1; cols <= 8; ++cols) {
           const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
           check_cuda(cudaMemset(out, 0xff, sizeof(float) * s.rows * 8), "poison");  // NaN: unwritten shows
-          check_cuda(var.run(w, x, out, s.rows, s.k, cols, nullptr), name.c_str());
+          check_cuda(var.run(w, x, s.k / kBlock, out, s.rows, s.k, cols, nullptr), name.c_str());
           std::vector<float> host(static_cast<size_t>(s.rows * cols));
           check_cuda(cudaMemcpy(host.data(), out, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
           std::vector<double> wv;
@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
             std::vector<double> ms;
             for (int rep = 0; rep < o.reps + 3; ++rep) {
               cudaEventRecord(e0);
-              for (BlockQ4_0* wc : ws) var.run(wc, x, out, s.rows, s.k, cols, nullptr);
+              for (BlockQ4_0* wc : ws) var.run(wc, x, s.k / kBlock, out, s.rows, s.k, cols, nullptr);
               cudaEventRecord(e1);
               cudaEventSynchronize(e1);
               float t;

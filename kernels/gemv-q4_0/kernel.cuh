@@ -1,6 +1,7 @@
 // The GEMV kernels' contract: out[c * rows + r] = sum over k of W[r, k] * X[k, c] for c < cols,
-// with W in Q4_0 blocks (row-major, k/32 blocks a row) and X in Q8_1 blocks (column after
-// column), k a multiple of 32, 1 <= cols <= 8, any rows. Runs on `stream`, returns launch errors.
+// with W in Q4_0 blocks (row-major, k/32 blocks a row) and X in Q8_1 blocks (column after column,
+// x_stride blocks apart: k/32, or more where the engine pads its quantized activations), k a
+// multiple of 32, 1 <= cols <= 8, any rows. Runs on `stream`, returns launch errors.
 //
 // The campaign keeps several variants side by side; the driver checks and times each.
 #pragma once
@@ -13,8 +14,8 @@
 
 namespace gemv {
 
-using GemvFn = cudaError_t (*)(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                               cudaStream_t stream);
+using GemvFn = cudaError_t (*)(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                               int64_t k, int cols, cudaStream_t stream);
 
 struct Variant {
   const char* name;
@@ -26,11 +27,11 @@ struct Variant {
 // 16 rows a CTA.  v2-wide: the same with 32 rows a CTA (activations read half as often).
 const std::vector<Variant>& variants();
 
-cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                    cudaStream_t stream);
-cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                    cudaStream_t stream);
-cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                         cudaStream_t stream);
+cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream);
+cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream);
+cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                         int64_t k, int cols, cudaStream_t stream);
 
 }  // namespace gemv

@@ -21,7 +21,8 @@ __device__ __forceinline__ int load_q4(const uint8_t* qs, int i) {
 
 template <int kCols>
 __global__ void __launch_bounds__(128) gemv_kernel(const BlockQ4_0* __restrict__ w, const BlockQ8_1* __restrict__ x,
-                                                   float* __restrict__ out, int64_t rows, int64_t nb) {
+                                                   int64_t x_stride, float* __restrict__ out, int64_t rows,
+                                                   int64_t nb) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + threadIdx.y;
   if (row >= rows) return;
   const int lane = threadIdx.x;
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(128) gemv_kernel(const BlockQ4_0* __restrict__
     }
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      const BlockQ8_1* xb = x + c * nb + b;
+      const BlockQ8_1* xb = x + c * x_stride + b;
       const int* xq = reinterpret_cast<const int*>(xb->qs);
       int sumi = 0;
 #pragma unroll
@@ -63,26 +64,27 @@ __global__ void __launch_bounds__(128) gemv_kernel(const BlockQ4_0* __restrict__
 }
 
 template <int kCols>
-void launch(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, cudaStream_t stream) {
+void launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+            cudaStream_t stream) {
   const dim3 block(32, 4);
   const dim3 grid(static_cast<unsigned>((rows + 3) / 4));
-  LAUNCH(gemv_kernel<kCols>, grid, block, 0, stream, w, x, out, rows, k / kBlock);
+  LAUNCH(gemv_kernel<kCols>, grid, block, 0, stream, w, x, x_stride, out, rows, k / kBlock);
 }
 
 }  // namespace
 
-cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                           cudaStream_t stream) {
+cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   switch (cols) {
-    case 1: launch<1>(w, x, out, rows, k, stream); break;
-    case 2: launch<2>(w, x, out, rows, k, stream); break;
-    case 3: launch<3>(w, x, out, rows, k, stream); break;
-    case 4: launch<4>(w, x, out, rows, k, stream); break;
-    case 5: launch<5>(w, x, out, rows, k, stream); break;
-    case 6: launch<6>(w, x, out, rows, k, stream); break;
-    case 7: launch<7>(w, x, out, rows, k, stream); break;
-    default: launch<8>(w, x, out, rows, k, stream); break;
+    case 1: launch<1>(w, x, x_stride, out, rows, k, stream); break;
+    case 2: launch<2>(w, x, x_stride, out, rows, k, stream); break;
+    case 3: launch<3>(w, x, x_stride, out, rows, k, stream); break;
+    case 4: launch<4>(w, x, x_stride, out, rows, k, stream); break;
+    case 5: launch<5>(w, x, x_stride, out, rows, k, stream); break;
+    case 6: launch<6>(w, x, x_stride, out, rows, k, stream); break;
+    case 7: launch<7>(w, x, x_stride, out, rows, k, stream); break;
+    default: launch<8>(w, x, x_stride, out, rows, k, stream); break;
   }
   return cudaGetLastError();
 }

@@ -36,7 +36,8 @@ __device__ __forceinline__ int quants_at(const BlockQ4_0* b, int t) {
 
 template <int kTiles, int kUnroll>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restrict__ w, const BlockQ8_1* __restrict__ x,
-                                                        float* __restrict__ out, int64_t rows, int64_t nb, int cols) {
+                                                        int64_t x_stride, float* __restrict__ out, int64_t rows,
+                                                        int64_t nb, int cols) {
   constexpr int kRows = 16 * kTiles;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -53,9 +54,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
       wr[m][h] = w + (row_ok[m][h] ? r : 0) * nb;
     }
   const bool b_ok = g < cols, s0_ok = 2 * t < cols, s1_ok = 2 * t + 1 < cols;
-  const BlockQ8_1* xb = x + (b_ok ? g : 0) * nb;
-  const BlockQ8_1* xs0 = x + (s0_ok ? 2 * t : 0) * nb;
-  const BlockQ8_1* xs1 = x + (s1_ok ? 2 * t + 1 : 0) * nb;
+  const BlockQ8_1* xb = x + (b_ok ? g : 0) * x_stride;
+  const BlockQ8_1* xs0 = x + (s0_ok ? 2 * t : 0) * x_stride;
+  const BlockQ8_1* xs1 = x + (s1_ok ? 2 * t + 1 : 0) * x_stride;
 
   const int64_t per = (nb + kWarps - 1) / kWarps;
   const int64_t first = warp * per, last = min(nb, first + per);
@@ -119,25 +120,25 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
 }
 
 template <int kTiles, int kUnroll>
-cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                   cudaStream_t stream) {
+cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                   int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   const int64_t ctas = (rows + 16 * kTiles - 1) / (16 * kTiles);
   auto* kernel = gemv_mma<kTiles, kUnroll>;
-  LAUNCH(kernel, static_cast<unsigned>(ctas), kWarps * 32, 0, stream, w, x, out, rows, k / kBlock, cols);
+  LAUNCH(kernel, static_cast<unsigned>(ctas), kWarps * 32, 0, stream, w, x, x_stride, out, rows, k / kBlock, cols);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                    cudaStream_t stream) {
-  return launch<1, 8>(w, x, out, rows, k, cols, stream);
+cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream) {
+  return launch<1, 8>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
-cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k, int cols,
-                         cudaStream_t stream) {
-  return launch<2, 4>(w, x, out, rows, k, cols, stream);
+cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                         int64_t k, int cols, cudaStream_t stream) {
+  return launch<2, 4>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 }  // namespace gemv
