@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Fills .carry/ (ignored by git) with what a GPU machine without a package registry needs to build
+# and measure 1bit with CUDA: the engine's verified, patched source (scripts/engine.sh
+# --export-source), nlohmann/json's headers and CMake files, and the vocabularies that
+# `1bit synth` gives the real-size models (Llama 3 and Qwen3.5 tokenizers). Prints the build
+# command for that machine.
+#
+#   scripts/gpu_carry.sh        (after make build here, so the engine source is cached)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+carry=$root/.carry
+rm -rf "$carry"
+mkdir -p "$carry/nlohmann/include" "$carry/nlohmann/share/cmake" "$carry/vocab"
+
+"$root/scripts/engine.sh" --export-source "$carry/engine-src.tar.xz"
+
+json_header=$(echo '#include <nlohmann/json.hpp>' | c++ -x c++ -E -M - 2>/dev/null | tr ' \\' '\n\n' | grep -m1 'nlohmann/json.hpp$') \
+  || { echo "gpu_carry: nlohmann/json is not installed here (scripts/setup.sh installs it)" >&2; exit 1; }
+cp -r "$(dirname "$json_header")" "$carry/nlohmann/include/"
+for d in /usr/share/cmake/nlohmann_json /usr/lib/cmake/nlohmann_json /usr/lib/x86_64-linux-gnu/cmake/nlohmann_json; do
+  [ -d "$d" ] && { cp -r "$d" "$carry/nlohmann/share/cmake/"; break; }
+done
+[ -d "$carry/nlohmann/share/cmake/nlohmann_json" ] || { echo "gpu_carry: nlohmann_json's CMake files not found" >&2; exit 1; }
+
+vocab_dir=$("$root/scripts/engine.sh")/src/models
+for v in llama-bpe qwen35; do cp "$vocab_dir/ggml-vocab-$v.gguf" "$carry/vocab/"; done
+
+echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (carry .carry):"
+echo "  CMAKE_PREFIX_PATH=\$PWD/.carry/nlohmann ONEBIT_LLAMA_SOURCE=\$PWD/.carry/engine-src.tar.xz \\"
+echo "    ONEBIT_CACHE_DIR=/tmp/c JOBS=\$(nproc) make build CUDA=1"
+echo "  build/bin/1bit synth --like qwen35-9b --vocab-dir .carry/vocab -o /tmp/q35.gguf ..."
