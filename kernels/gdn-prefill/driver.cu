@@ -8,7 +8,8 @@
 //   allclose: <true|false>
 //   wall_ms: <case> <sorted times>              per timed case (--bench-mode)
 //   case_ms: <case> <median>
-//   engine_ms: <case> <median> ... ratio <engine / ours>
+//   engine_ms: <case> <median> ... engine / <variant> <ratio>
+// Both variants (kernel.cuh) are checked and timed; their case names start with v1/ and v2/.
 //
 //   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
@@ -198,39 +199,46 @@ int main(int argc, char** argv) {
         oracle_pair(p, pair, want.back());
       }
       DeviceProblem d(p);
-      check_cuda(gdn_prefill(d.args, d.scratch, nullptr), name.c_str());
-      std::vector<float> out(static_cast<size_t>(p.out_elems()));
-      check_cuda(cudaMemcpy(out.data(), d.out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
-      const Judged j = judge(p, out, want);
-      for (const auto& [what, a] : {std::pair<const char*, Accuracy>{"attn", j.attn}, {"snapshots", j.snapshots}}) {
-        std::printf("case %-36s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), what,
-                    a.snr_db, a.max_abs_err, a.finite, a.allclose);
-        min_snr = std::min(min_snr, a.snr_db);
-        all_close = all_close && a.allclose;
-      }
-      if (!o.bench || !s.large || m != Mode::kHarsh) continue;
+      std::vector<double> variant_ms;
+      for (Variant var : kVariants) {
+        const std::string vname = std::string(variant_name(var)) + "/" + name;
+        check_cuda(cudaMemset(d.out, 0xff, sizeof(float) * p.out_elems()), "poison");  // NaN: unwritten shows
+        check_cuda(gdn_prefill(d.args, d.scratch, nullptr, var), vname.c_str());
+        check_cuda(cudaDeviceSynchronize(), vname.c_str());
+        std::vector<float> out(static_cast<size_t>(p.out_elems()));
+        check_cuda(cudaMemcpy(out.data(), d.out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+        const Judged j = judge(p, out, want);
+        for (const auto& [what, a] : {std::pair<const char*, Accuracy>{"attn", j.attn}, {"snapshots", j.snapshots}}) {
+          std::printf("case %-40s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", vname.c_str(), what,
+                      a.snr_db, a.max_abs_err, a.finite, a.allclose);
+          min_snr = std::min(min_snr, a.snr_db);
+          all_close = all_close && a.allclose;
+        }
+        if (!o.bench || !s.large || m != Mode::kHarsh) continue;
 
-      // Timing, cold L2: the flush buffer is written before every run.
-      std::vector<double> ms;
-      for (int rep = 0; rep < o.reps + 2; ++rep) {
-        cudaMemsetAsync(flush, rep & 0xff, kFlushBytes);
-        cudaEventRecord(e0);
-        gdn_prefill(d.args, d.scratch, nullptr);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float t;
-        cudaEventElapsedTime(&t, e0, e1);
-        if (rep >= 2) ms.push_back(t);
+        // Timing, cold L2: the flush buffer is written before every run.
+        std::vector<double> ms;
+        for (int rep = 0; rep < o.reps + 2; ++rep) {
+          cudaMemsetAsync(flush, rep & 0xff, kFlushBytes);
+          cudaEventRecord(e0);
+          gdn_prefill(d.args, d.scratch, nullptr, var);
+          cudaEventRecord(e1);
+          cudaEventSynchronize(e1);
+          float t;
+          cudaEventElapsedTime(&t, e0, e1);
+          if (rep >= 2) ms.push_back(t);
+        }
+        std::sort(ms.begin(), ms.end());
+        std::printf("wall_ms: %s", vname.c_str());
+        for (double t : ms) std::printf(" %.4f", t);
+        const double med = median(ms);
+        variant_ms.push_back(med);
+        const double flops = 2.0 * 3.0 * s.T * s.B * s.Hv * static_cast<double>(s.S) * s.S;  // the recurrence's work
+        std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", vname.c_str(), med, med * 1e3,
+                    flops / (med * 1e-3) / 1e12);
       }
-      std::sort(ms.begin(), ms.end());
-      std::printf("wall_ms: %s", name.c_str());
-      for (double t : ms) std::printf(" %.4f", t);
-      const double med = median(ms);
-      const double flops = 2.0 * 3.0 * s.T * s.B * s.Hv * static_cast<double>(s.S) * s.S;  // the recurrence's own work
-      std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", name.c_str(), med, med * 1e3,
-                  flops / (med * 1e-3) / 1e12);
 #ifndef GDN_NO_ENGINE
-      if (o.engine) {
+      if (o.engine && !variant_ms.empty()) {
         EngineOp engine(p);
         engine.run();
         std::vector<double> ems;
@@ -241,8 +249,11 @@ int main(int argc, char** argv) {
         }
         const Judged ej = judge(p, engine.result(), want);
         const double emed = median(ems);
-        std::printf("engine_ms: %s %.4f  (snr attn %.1f dB, snapshots %.1f dB)  ratio %.2fx\n", name.c_str(), emed,
-                    ej.attn.snr_db, ej.snapshots.snr_db, emed / med);
+        std::printf("engine_ms: %s %.4f  (snr attn %.1f dB, snapshots %.1f dB)", name.c_str(), emed, ej.attn.snr_db,
+                    ej.snapshots.snr_db);
+        for (size_t i = 0; i < variant_ms.size(); ++i)
+          std::printf("  engine / %s %.2fx", variant_name(kVariants[i]), emed / variant_ms[i]);
+        std::printf("\n");
       }
 #endif
     }

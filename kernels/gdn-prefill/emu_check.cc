@@ -1,6 +1,6 @@
-// make test's check of the CUDA kernel's own source, on the CPU: kernel.cu runs under the
-// emulator (kernels/common/emu) on the small cases in every mode, with the block's threads in
-// three orders. It must meet the accuracy bar against the float64 oracle (attention and
+// make test's check of the CUDA kernel's own source, on the CPU: kernel.cu (both variants) runs
+// under the emulator (kernels/common/emu) on the small cases in every mode, with the block's
+// threads in three orders. It must meet the accuracy bar against the float64 oracle (attention and
 // snapshots), give bit-identical results in every order (a difference means a shared-memory
 // race), leave the snapshot slots it must not write untouched, and trip none of the emulator's
 // checks (divergent barriers, launch limits, shared memory without the opt-in).
@@ -24,8 +24,9 @@ int main() {
   const cuda_emu::Order orders[] = {cuda_emu::Order::kForward, cuda_emu::Order::kReverse, cuda_emu::Order::kShuffled};
   for (const Shape& s : shapes()) {
     if (s.large) continue;
-    for (Mode m : all_modes()) {
-      const std::string name = case_name(s, m);
+    for (Mode m : all_modes())
+    for (Variant var : kVariants) {
+      const std::string name = std::string(variant_name(var)) + "/" + case_name(s, m);
       const Problem p = make_problem(s, m, 1);
       std::vector<float> first;
       for (cuda_emu::Order order : orders) {
@@ -35,7 +36,7 @@ int main() {
         std::vector<double> scratch(gdn_prefill_scratch_bytes(a) / sizeof(double) + 1);
         cuda_emu::set_order(order, 7);
         cuda_emu::clear_problems();
-        cudaError_t e = gdn_prefill(a, scratch.data(), nullptr);
+        cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
         if (e == cudaSuccess) e = cudaGetLastError();
         if (e != cudaSuccess || !cuda_emu::problems().empty()) {
           std::printf("case %s: %s\n%s", name.c_str(), cudaGetErrorString(e), cuda_emu::problems().c_str());

@@ -1,4 +1,7 @@
-// gdn-prefill v1: the chunked (WY / UT) form in two kernels, float32 SIMT arithmetic.
+// gdn-prefill: the chunked (WY / UT) form in two kernels, in two variants: v1 does every product
+// in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the 3xTF32
+// split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps float
+// accuracy), mma.m16n8k8 fragments straight from shared memory.
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -17,6 +20,15 @@ namespace {
 constexpr int C = kChunk;
 constexpr int kThreads = 256;
 constexpr int kTileV = 32;  // value columns per scan CTA: one per lane
+constexpr int kWarps = kThreads / 32;
+
+// Shared-memory row strides. v2's are padded so that its fragment loads hit 32 distinct banks.
+template <int D, bool kTC>
+struct Strides {
+  static constexpr int kX = D + (kTC ? 4 : 1);       // chunk rows of k, q, W (floats)
+  static constexpr int kA = C + (kTC ? 4 : 1);       // rows of A and P
+  static constexpr int kS = kTileV + (kTC ? 8 : 0);  // rows of the state tile and of U
+};
 
 struct Scratch {
   float* w;        // [B][Hv][chunks][C][S]
@@ -39,34 +51,81 @@ Scratch carve(const GdnArgs& a, void* base) {
   return s;
 }
 
-template <int D>
-constexpr size_t prep_smem() {
-  return sizeof(float) * (2 * C * (D + 1) + C * (C + 1));
+
+// d += a b on TF32 tensor cores with float accuracy: a = ah + al and b = bh + bl with every part
+// a TF32 value, and d += al bh + ah bl + ah bh (al bl is below float's precision).
+__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const float (&a)[4], const float (&b)[2]) {
+  float ah[4], al[4], bh[2], bl[2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    ah[i] = to_tf32(a[i]);
+    al[i] = to_tf32(a[i] - ah[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    bh[i] = to_tf32(b[i]);
+    bl[i] = to_tf32(b[i] - bh[i]);
+  }
+  mma_tf32_m16n8k8(d, al[0], al[1], al[2], al[3], bh[0], bh[1], d);
+  mma_tf32_m16n8k8(d, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], d);
+  mma_tf32_m16n8k8(d, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], d);
 }
 
+// Fragments of mma.m16n8k8 (PTX ISA): with r = lane / 4 and q = lane % 4, A holds (r, q),
+// (r + 8, q), (r, q + 4), (r + 8, q + 4); B holds (q, r), (q + 4, r); C holds (r, 2q), (r, 2q + 1),
+// (r + 8, 2q), (r + 8, 2q + 1). Row-major m[row * ld + col]; "t" loads the transpose.
+__device__ __forceinline__ void load_a(float (&a)[4], const float* m, int ld, int row0, int k0, int lane) {
+  const int r = lane >> 2, q = lane & 3;
+  a[0] = m[(row0 + r) * ld + k0 + q];
+  a[1] = m[(row0 + r + 8) * ld + k0 + q];
+  a[2] = m[(row0 + r) * ld + k0 + q + 4];
+  a[3] = m[(row0 + r + 8) * ld + k0 + q + 4];
+}
+__device__ __forceinline__ void load_b(float (&b)[2], const float* m, int ld, int k0, int col0, int lane) {
+  const int r = lane >> 2, q = lane & 3;
+  b[0] = m[(k0 + q) * ld + col0 + r];
+  b[1] = m[(k0 + q + 4) * ld + col0 + r];
+}
+__device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, int k0, int col0, int lane) {
+  const int r = lane >> 2, q = lane & 3;
+  b[0] = m[(col0 + r) * ld + k0 + q];
+  b[1] = m[(col0 + r) * ld + k0 + q + 4];
+}
+
+// C rows of D floats from global memory (token_stride apart) into shared rows `ld` apart; rows
+// from n on are zero.
 template <int D>
+__device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, int64_t token_stride, int n) {
+  for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
+    const int t = idx / D, i = idx % D;
+    dst[t * ld + i] = t < n ? src[t * token_stride + i] : 0.0f;
+  }
+}
+
+template <int D, bool kTC>
+constexpr size_t prep_smem() {
+  return sizeof(float) * (2 * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA);
+}
+
+template <int D, bool kTC>
 __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
+  using L = Strides<D, kTC>;
   const int c = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t0 = int64_t{c} * C;
   const int n = static_cast<int>(a.T - t0 < C ? a.T - t0 : C);
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
 
   DYNAMIC_SHARED(float, smem);
-  float* ks = smem;                // [C][D + 1]
-  float* qs = ks + C * (D + 1);    // [C][D + 1]
-  float* as = qs + C * (D + 1);    // [C][C + 1]
+  float* ks = smem;               // [C][kX]
+  float* qs = ks + C * L::kX;     // [C][kX]
+  float* as = qs + C * L::kX;     // [C][kA]
   __shared__ double gs[C];
   __shared__ float betas[C];
 
-  const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
-  const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
-  for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-    const int t = idx / D, i = idx % D;
-    const bool in = t < n;
-    ks[t * (D + 1) + i] = in ? kb[(t0 + t) * a.k_token + i] : 0.0f;
-    qs[t * (D + 1) + i] = in ? qb[(t0 + t) * a.q_token + i] : 0.0f;
-  }
+  load_rows<D>(ks, L::kX, a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token, a.k_token, n);
+  load_rows<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
   if (threadIdx.x < C) {
     const int t = threadIdx.x;
     betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
@@ -82,20 +141,46 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   }
   __syncthreads();
 
+  // A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t).
   float* p = s.p + unit * C * C;
-  for (int idx = threadIdx.x; idx < C * C; idx += kThreads) {
-    const int t = idx / C, u = idx % C;
-    float kk = 0, qk = 0, decay = 0;
-    if (u <= t && t < n) {
-      for (int i = 0; i < D; ++i) {
-        const float ku = ks[u * (D + 1) + i];
-        kk += ks[t * (D + 1) + i] * ku;
-        qk += qs[t * (D + 1) + i] * ku;
+  auto store = [&](int t, int u, float kk, float qk) {
+    const float decay = u <= t && t < n ? expf(static_cast<float>(gs[t] - gs[u])) : 0.0f;
+    as[t * L::kA + u] = u < t ? betas[t] * decay * kk : 0.0f;
+    p[t * C + u] = decay * qk;
+  };
+  if constexpr (kTC) {
+    // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each; a warp takes a row of 16 and half the columns.
+    const int row0 = 16 * (warp >> 1), col_tile0 = 4 * (warp & 1);
+    float kk[4][4] = {}, qk[4][4] = {};
+    for (int k0 = 0; k0 < D; k0 += 8) {
+      float fk[4], fq[4];
+      load_a(fk, ks, L::kX, row0, k0, lane);
+      load_a(fq, qs, L::kX, row0, k0, lane);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float fb[2];
+        load_b_t(fb, ks, L::kX, k0, 8 * (col_tile0 + j), lane);
+        mma_3xtf32(kk[j], fk, fb);
+        mma_3xtf32(qk[j], fq, fb);
       }
-      decay = expf(static_cast<float>(gs[t] - gs[u]));
     }
-    as[t * (C + 1) + u] = u < t ? betas[t] * decay * kk : 0.0f;
-    p[idx] = decay * qk;
+    const int r = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) store(row0 + r + 8 * (e >> 1), 8 * (col_tile0 + j) + 2 * q + (e & 1), kk[j][e], qk[j][e]);
+  } else {
+    for (int idx = threadIdx.x; idx < C * C; idx += kThreads) {
+      const int t = idx / C, u = idx % C;
+      float kk = 0, qk = 0;
+      if (u <= t && t < n)
+        for (int i = 0; i < D; ++i) {
+          const float ku = ks[u * L::kX + i];
+          kk += ks[t * L::kX + i] * ku;
+          qk += qs[t * L::kX + i] * ku;
+        }
+      store(t, u, kk, qk);
+    }
   }
   if (threadIdx.x < C) s.g[unit * C + threadIdx.x] = gs[threadIdx.x];
   __syncthreads();
@@ -110,10 +195,10 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
 #pragma unroll
     for (int t = 0; t < C; ++t) {
       float r = 0;
-      if (t < n) r = is_w ? betas[t] * expf(static_cast<float>(gs[t])) * ks[t * (D + 1) + col]
+      if (t < n) r = is_w ? betas[t] * expf(static_cast<float>(gs[t])) * ks[t * L::kX + col]
                           : betas[t] * vb[(t0 + t) * a.v_token];
 #pragma unroll
-      for (int u = 0; u < t; ++u) r -= as[t * (C + 1) + u] * x[u];
+      for (int u = 0; u < t; ++u) r -= as[t * L::kA + u] * x[u];
       x[t] = r;
     }
     float* dst = (is_w ? s.w : s.u) + unit * C * D + col;
@@ -123,49 +208,52 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   }
 }
 
-template <int D>
+template <int D, bool kTC>
 constexpr size_t scan_smem() {
-  return sizeof(float) * (D * kTileV + C * (D + 1) + C * kTileV + C * (C + 1));
+  using L = Strides<D, kTC>;
+  return sizeof(float) * (D * L::kS + C * L::kX + C * L::kS + C * L::kA);
 }
 
-template <int D>
+template <int D, bool kTC>
 __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
-  constexpr int kWarps = kThreads / 32;
+  using L = Strides<D, kTC>;
   constexpr int kRowsT = C / kWarps;  // chunk rows per warp
   constexpr int kRowsI = D / kWarps;  // state rows per warp
   const int h = blockIdx.y, b = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int col = blockIdx.x * kTileV + lane;
+  const int r = lane >> 2, q = lane & 3;  // a thread's place in mma fragments
+  const int col0 = blockIdx.x * kTileV;
+  const int col = col0 + lane;
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const float scale = rsqrtf(static_cast<float>(D));
 
   DYNAMIC_SHARED(float, smem);
-  float* st = smem;                 // [D][32]: S[i][col] of this CTA's columns
-  float* x = st + D * kTileV;       // [C][D + 1]: W, then Q, then K of the chunk
-  float* us = x + C * (D + 1);      // [C][32]: U
-  float* ps = us + C * kTileV;      // [C][C + 1]: P
+  float* st = smem;                // [D][kS]: S[i][col] of this CTA's columns
+  float* x = st + D * L::kS;       // [C][kX]: W, then Q, then K of the chunk
+  float* us = x + C * L::kX;       // [C][kS]: U
+  float* ps = us + C * L::kS;      // [C][kA]: P
   __shared__ double gs[C];
   __shared__ float ge[C], gtail[C], decay[C];
 
   const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D + int64_t{col} * D;
-  for (int i = warp; i < D; i += kWarps) st[i * kTileV + lane] = s0[i];
+  for (int i = warp; i < D; i += kWarps) st[i * L::kS + lane] = s0[i];
 
   const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
   const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
   float* snap_base = a.state_out + (int64_t{b} * a.Hv + h) * D * D + int64_t{col} * D;
 
+  // v2's tiles of the chunk's C x 32 products: a warp takes rows 16 (warp / 2).. and column
+  // tiles 2 (warp % 2) and the next.
+  const int trow0 = 16 * (warp >> 1), tcol0 = 2 * (warp & 1);
+
   for (int64_t c = 0; c < s.chunks; ++c) {
     const int64_t t0 = c * C;
     const int n = static_cast<int>(a.T - t0 < C ? a.T - t0 : C);
     const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
-    __syncthreads();  // the previous chunk is done with x, us, ps, gs
-    const float* w = s.w + unit * C * D;
-    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-      const int t = idx / D, i = idx % D;
-      x[t * (D + 1) + i] = t < n ? w[idx] : 0.0f;
-    }
+    __syncthreads();  // the previous chunk is done with x, us, ps, gs, st
+    load_rows<D>(x, L::kX, s.w + unit * C * D, D, n);
     const float* p = s.p + unit * C * C;
-    for (int idx = threadIdx.x; idx < C * C; idx += kThreads) ps[(idx / C) * (C + 1) + idx % C] = p[idx];
+    for (int idx = threadIdx.x; idx < C * C; idx += kThreads) ps[(idx / C) * L::kA + idx % C] = p[idx];
     if (threadIdx.x < C) gs[threadIdx.x] = s.g[unit * C + threadIdx.x];
     __syncthreads();
     if (threadIdx.x < C) {
@@ -175,52 +263,104 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     }
 
     // U = U' - W S.
-    const float* up = s.u + unit * C * D + col;
-    float acc[kRowsT];
+    const float* up = s.u + unit * C * D + col0;
+    if constexpr (kTC) {
+      float acc[2][4] = {};
+      for (int k0 = 0; k0 < D; k0 += 8) {
+        float fa[4];
+        load_a(fa, x, L::kX, trow0, k0, lane);
 #pragma unroll
-    for (int r = 0; r < kRowsT; ++r) {
-      const int t = warp * kRowsT + r;
-      acc[r] = t < n ? up[t * D] : 0.0f;
-    }
-    for (int i = 0; i < D; ++i) {
-      const float sv = st[i * kTileV + lane];
+        for (int j = 0; j < 2; ++j) {
+          float fb[2];
+          load_b(fb, st, L::kS, k0, 8 * (tcol0 + j), lane);
+          mma_3xtf32(acc[j], fa, fb);
+        }
+      }
 #pragma unroll
-      for (int r = 0; r < kRowsT; ++r) acc[r] -= x[(warp * kRowsT + r) * (D + 1) + i] * sv;
-    }
+      for (int j = 0; j < 2; ++j)
 #pragma unroll
-    for (int r = 0; r < kRowsT; ++r) {
-      const int t = warp * kRowsT + r;
-      us[t * kTileV + lane] = t < n ? acc[r] : 0.0f;
+        for (int e = 0; e < 4; ++e) {
+          const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
+          us[t * L::kS + cc] = t < n ? up[t * D + cc] - acc[j][e] : 0.0f;
+        }
+    } else {
+      float acc[kRowsT];
+#pragma unroll
+      for (int rr = 0; rr < kRowsT; ++rr) {
+        const int t = warp * kRowsT + rr;
+        acc[rr] = t < n ? up[t * D + lane] : 0.0f;
+      }
+      for (int i = 0; i < D; ++i) {
+        const float sv = st[i * L::kS + lane];
+#pragma unroll
+        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] -= x[(warp * kRowsT + rr) * L::kX + i] * sv;
+      }
+#pragma unroll
+      for (int rr = 0; rr < kRowsT; ++rr) {
+        const int t = warp * kRowsT + rr;
+        us[t * L::kS + lane] = t < n ? acc[rr] : 0.0f;
+      }
     }
     __syncthreads();
 
     // O = scale (e^{G} Q S + P U).
-    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-      const int t = idx / D, i = idx % D;
-      x[t * (D + 1) + i] = t < n ? qb[(t0 + t) * a.q_token + i] : 0.0f;
-    }
+    load_rows<D>(x, L::kX, qb + t0 * a.q_token, a.q_token, n);
     __syncthreads();
+    float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
+    const int64_t o_token = int64_t{a.Hv} * D;
+    if constexpr (kTC) {
+      float acc[2][4] = {};
+      for (int k0 = 0; k0 < D; k0 += 8) {
+        float fa[4];
+        load_a(fa, x, L::kX, trow0, k0, lane);
 #pragma unroll
-    for (int r = 0; r < kRowsT; ++r) acc[r] = 0;
-    for (int i = 0; i < D; ++i) {
-      const float sv = st[i * kTileV + lane];
+        for (int j = 0; j < 2; ++j) {
+          float fb[2];
+          load_b(fb, st, L::kS, k0, 8 * (tcol0 + j), lane);
+          mma_3xtf32(acc[j], fa, fb);
+        }
+      }
 #pragma unroll
-      for (int r = 0; r < kRowsT; ++r) acc[r] += x[(warp * kRowsT + r) * (D + 1) + i] * sv;
-    }
+      for (int j = 0; j < 2; ++j)
 #pragma unroll
-    for (int r = 0; r < kRowsT; ++r) {
-      const int t = warp * kRowsT + r;
-      float o = ge[t] * acc[r];
-      for (int u = 0; u <= t; ++u) o += ps[t * (C + 1) + u] * us[u * kTileV + lane];
-      if (t < n) a.out[((b * a.T + t0 + t) * a.Hv + h) * int64_t{D} + col] = o * scale;
+        for (int e = 0; e < 4; ++e) acc[j][e] *= ge[trow0 + r + 8 * (e >> 1)];
+      // P is lower triangular: columns past this row tile's last row add nothing.
+      for (int k0 = 0; k0 < trow0 + 16; k0 += 8) {
+        float fa[4];
+        load_a(fa, ps, L::kA, trow0, k0, lane);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float fb[2];
+          load_b(fb, us, L::kS, k0, 8 * (tcol0 + j), lane);
+          mma_3xtf32(acc[j], fa, fb);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
+          if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
+        }
+    } else {
+      float acc[kRowsT] = {};
+      for (int i = 0; i < D; ++i) {
+        const float sv = st[i * L::kS + lane];
+#pragma unroll
+        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] += x[(warp * kRowsT + rr) * L::kX + i] * sv;
+      }
+#pragma unroll
+      for (int rr = 0; rr < kRowsT; ++rr) {
+        const int t = warp * kRowsT + rr;
+        float o = ge[t] * acc[rr];
+        for (int u = 0; u <= t; ++u) o += ps[t * L::kA + u] * us[u * L::kS + lane];
+        if (t < n) ob[t * o_token + lane] = o * scale;
+      }
     }
     __syncthreads();
 
     // K into x; then the snapshots this chunk holds, then the next state.
-    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-      const int t = idx / D, i = idx % D;
-      x[t * (D + 1) + i] = t < n ? kb[(t0 + t) * a.k_token + i] : 0.0f;
-    }
+    load_rows<D>(x, L::kX, kb + t0 * a.k_token, a.k_token, n);
     __syncthreads();
     if (a.K > 1) {
       for (int t = 0; t < n; ++t) {
@@ -231,42 +371,77 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         __syncthreads();
         float* dst = snap_base + slot * a.slot_stride;
 #pragma unroll
-        for (int r = 0; r < kRowsI; ++r) {
-          const int i = warp * kRowsI + r;
-          float v = ge[t] * st[i * kTileV + lane];
-          for (int u = 0; u <= t; ++u) v += decay[u] * x[u * (D + 1) + i] * us[u * kTileV + lane];
+        for (int rr = 0; rr < kRowsI; ++rr) {
+          const int i = warp * kRowsI + rr;
+          float v = ge[t] * st[i * L::kS + lane];
+          for (int u = 0; u <= t; ++u) v += decay[u] * x[u * L::kX + i] * us[u * L::kS + lane];
           dst[i] = v;
         }
       }
     }
-    float next[kRowsI];
     const float glast = ge[n - 1];
+    if constexpr (kTC) {
+      // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i]: D / 16 x 4 tiles of 16 x 8,
+      // a warp taking D / 32 of them (D = 128: a row of tiles; D = 64: half a row).
+      constexpr int kTiles = D / 32;
+      const int srow0 = 16 * (D == 128 ? warp : warp >> 1), scol0 = D == 128 ? 0 : 2 * (warp & 1);
+      float acc[kTiles][4];
 #pragma unroll
-    for (int r = 0; r < kRowsI; ++r) next[r] = glast * st[(warp * kRowsI + r) * kTileV + lane];
-    for (int u = 0; u < n; ++u) {
-      const float uv = gtail[u] * us[u * kTileV + lane];
+      for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-      for (int r = 0; r < kRowsI; ++r) next[r] += x[u * (D + 1) + warp * kRowsI + r] * uv;
+        for (int e = 0; e < 4; ++e)
+          acc[j][e] = glast * st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)];
+      for (int k0 = 0; k0 < C; k0 += 8) {
+        float fa[4];
+        fa[0] = gtail[k0 + q] * x[(k0 + q) * L::kX + srow0 + r];
+        fa[1] = gtail[k0 + q] * x[(k0 + q) * L::kX + srow0 + r + 8];
+        fa[2] = gtail[k0 + q + 4] * x[(k0 + q + 4) * L::kX + srow0 + r];
+        fa[3] = gtail[k0 + q + 4] * x[(k0 + q + 4) * L::kX + srow0 + r + 8];
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+          float fb[2];
+          load_b(fb, us, L::kS, k0, 8 * (scol0 + j), lane);
+          mma_3xtf32(acc[j], fa, fb);
+        }
+      }
+      __syncthreads();  // every thread is done reading the old state
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)] = acc[j][e];
+    } else {
+      float next[kRowsI];
+#pragma unroll
+      for (int rr = 0; rr < kRowsI; ++rr) next[rr] = glast * st[(warp * kRowsI + rr) * L::kS + lane];
+      for (int u = 0; u < n; ++u) {
+        const float uv = gtail[u] * us[u * L::kS + lane];
+#pragma unroll
+        for (int rr = 0; rr < kRowsI; ++rr) next[rr] += x[u * L::kX + warp * kRowsI + rr] * uv;
+      }
+      // From the K load on, a thread of v1 reads and writes only its own rows of st (snapshots,
+      // next): no barrier is needed before the write; the next chunk's first barrier orders the rest.
+#pragma unroll
+      for (int rr = 0; rr < kRowsI; ++rr) st[(warp * kRowsI + rr) * L::kS + lane] = next[rr];
     }
-    // From the K load on, a thread reads and writes only its own rows of st (snapshots, next):
-    // no barrier is needed before the write; the next chunk's first barrier orders the rest.
-#pragma unroll
-    for (int r = 0; r < kRowsI; ++r) st[(warp * kRowsI + r) * kTileV + lane] = next[r];
   }
   if (a.K == 1) {
     __syncthreads();
-    for (int i = warp; i < D; i += kWarps) snap_base[i] = st[i * kTileV + lane];
+    for (int i = warp; i < D; i += kWarps) snap_base[i] = st[i * L::kS + lane];
   }
 }
 
-template <int D>
+template <int D, bool kTC>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  auto* prep = gdn_prep<D, kTC>;
+  auto* scan = gdn_scan<D, kTC>;
+  constexpr int prep_bytes = prep_smem<D, kTC>(), scan_bytes = scan_smem<D, kTC>();
   // Set on every launch: the limit is per device, and the call costs next to nothing.
-  cudaError_t e = cudaFuncSetAttribute(gdn_prep<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_smem<D>());
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(gdn_scan<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_smem<D>());
+  cudaError_t e = cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_bytes);
+  if (e == cudaSuccess) e = cudaFuncSetAttribute(scan, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_bytes);
   if (e != cudaSuccess) return e;
-  LAUNCH(gdn_prep<D>, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_smem<D>(), stream, a, s);
-  LAUNCH(gdn_scan<D>, dim3(D / kTileV, a.Hv, a.B), kThreads, scan_smem<D>(), stream, a, s);
+  LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
+  LAUNCH(scan, dim3(D / kTileV, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
   return cudaGetLastError();
 }
 
@@ -283,10 +458,11 @@ size_t gdn_prefill_scratch_bytes(const GdnArgs& a) {
   return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C));
 }
 
-cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream) {
+cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v) {
   if (!gdn_prefill_supported(a)) return cudaErrorInvalidValue;
   const Scratch s = carve(a, scratch);
-  return a.S == 128 ? launch<128>(a, s, stream) : launch<64>(a, s, stream);
+  if (v == Variant::kTensorCores) return a.S == 128 ? launch<128, true>(a, s, stream) : launch<64, true>(a, s, stream);
+  return a.S == 128 ? launch<128, false>(a, s, stream) : launch<64, false>(a, s, stream);
 }
 
 }  // namespace gdn

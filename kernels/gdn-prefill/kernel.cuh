@@ -30,7 +30,14 @@ struct GdnArgs {
 bool gdn_prefill_supported(const GdnArgs& a);
 // Device scratch the kernel needs for these arguments (per-chunk W, U', P and log-gates).
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a);
-// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes.
-cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream);
+enum class Variant {
+  kSimt,         // v1: every product in float32 SIMT arithmetic
+  kTensorCores,  // v2: the matrix products on TF32 tensor cores, 3xTF32 for float accuracy
+};
+constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores};
+inline const char* variant_name(Variant v) { return v == Variant::kSimt ? "v1" : "v2"; }
+
+// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes (both variants).
+cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v = Variant::kSimt);
 
 }  // namespace gdn

@@ -24,14 +24,28 @@ enum class State { kRunnable, kBarrier, kWarpOp, kDone };
 
 // A warp-wide operation's inputs and outputs for one thread.
 struct WarpSlot {
-  int op = 0;        // which operation (kShfl*, kMma)
+  int op = 0;        // which operation (kShfl*, kMma*)
   int in[10] = {};   // shfl: the value; mma: a0..a3, b0, b1, c0..c3
+  float fin[10] = {};  // the same for float operands
   float f = 0;       // shfl of a float: the value
   int mask = 0;      // shfl: the lane mask
   int out[4] = {};
+  float fout4[4] = {};
   float fout = 0;
 };
-constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3;
+
+uint32_t bits_of(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float float_of(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+float tf32_truncated(float x) { return float_of(bits_of(x) & 0xffffe000u); }
+constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4;
 
 struct Fiber {
   ucontext_t context;
@@ -135,6 +149,30 @@ bool finish_warp_op(int w, int threads) {
       s.out[1] = s.in[7] + c[g][2 * t + 1];
       s.out[2] = s.in[8] + c[g + 8][2 * t];
       s.out[3] = s.in[9] + c[g + 8][2 * t + 1];
+    }
+  } else if (op == kMmaTf32) {
+    // A 16x8 (a0 row g col t, a1 row g+8 col t, a2 row g col t+4, a3 row g+8 col t+4), B 8x8
+    // (b0 row t col g, b1 row t+4 col g), C 16x8 as for the int8 shape.
+    float a[16][8], b[8][8];
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      const float* r = lane(l).fin;
+      a[g][t] = tf32_truncated(r[0]);
+      a[g + 8][t] = tf32_truncated(r[1]);
+      a[g][t + 4] = tf32_truncated(r[2]);
+      a[g + 8][t + 4] = tf32_truncated(r[3]);
+      b[t][g] = tf32_truncated(r[4]);
+      b[t + 4][g] = tf32_truncated(r[5]);
+    }
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      WarpSlot& s = lane(l);
+      const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+      for (int i = 0; i < 4; ++i) {
+        float sum = s.fin[6 + i];
+        for (int k = 0; k < 8; ++k) sum += a[rows[i]][k] * b[k][cols[i]];
+        s.fout4[i] = sum;
+      }
     }
   }
   for (int t = first; t < last; ++t) e.fibers[t].state = State::kRunnable;
@@ -288,6 +326,22 @@ int shfl_xor(int v, int mask) {
   s.mask = mask;
   yield(State::kWarpOp);
   return s.out[0];
+}
+
+void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, float b0, float b1, const float (&c)[4]) {
+  Emulator& e = emu();
+  WarpSlot& s = e.fibers[e.current].slot;
+  s.op = kMmaTf32;
+  const float in[10] = {a0, a1, a2, a3, b0, b1, c[0], c[1], c[2], c[3]};
+  std::copy(in, in + 10, s.fin);
+  yield(State::kWarpOp);
+  std::copy(s.fout4, s.fout4 + 4, d);
+}
+
+float round_to_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  // Add half of the dropped range to the magnitude, then drop it: nearest, ties away from zero.
+  return float_of((bits_of(x) + 0x1000u) & 0xffffe000u);
 }
 
 void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1, const int (&c)[4]) {

@@ -66,6 +66,12 @@ int shfl_xor(int v, int mask);
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 with the PTX ISA's fragment layout.
 void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1, const int (&c)[4]);
 
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: the operands' low 13 mantissa bits are
+// ignored, as the hardware does; products are exact in float, summed in k order onto C.
+void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, float b0, float b1, const float (&c)[4]);
+// cvt.rna.tf32.f32: round to 10 mantissa bits, ties away from zero.
+float round_to_tf32(float x);
+
 float half_bits_to_float(uint16_t h);
 
 }  // namespace cuda_emu

@@ -83,6 +83,18 @@ __global__ void mma(const int8_t* a, const int8_t* b, int* d) {
   d[(g + 8) * 8 + 2 * t + 1] = out[3];
 }
 
+__global__ void mma_tf32(const float* a, const float* b, float* d) {
+  const int l = threadIdx.x, g = l / 4, t = l % 4;
+  const float c[4] = {0.5f, 1.5f, 2.5f, 3.5f};
+  float out[4];
+  mma_tf32_m16n8k8(out, a[g * 8 + t], a[(g + 8) * 8 + t], a[g * 8 + t + 4], a[(g + 8) * 8 + t + 4], b[t * 8 + g],
+                   b[(t + 4) * 8 + g], c);
+  d[g * 8 + 2 * t] = out[0];
+  d[g * 8 + 2 * t + 1] = out[1];
+  d[(g + 8) * 8 + 2 * t] = out[2];
+  d[(g + 8) * 8 + 2 * t + 1] = out[3];
+}
+
 }  // namespace
 
 int main() {
@@ -152,6 +164,25 @@ int main() {
       exact = exact && d[r * 8 + c] == want;
     }
   expect(exact, "mma.m16n8k32 gives A B + C");
+
+  // Small integers are exact in TF32, so A B + C is exact too.
+  float fa[16 * 8], fb[8 * 8], fd[16 * 8];
+  for (int i = 0; i < 16 * 8; ++i) fa[i] = static_cast<float>((i * 7) % 19 - 9);
+  for (int i = 0; i < 8 * 8; ++i) fb[i] = static_cast<float>((i * 5) % 13 - 6);
+  cuda_emu::clear_problems();
+  LAUNCH(mma_tf32, 1, 32, 0, nullptr, fa, fb, fd);
+  bool tf32_exact = cuda_emu::problems().empty();
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 8; ++c) {
+      float want = 0.5f + (c % 2) + 2.0f * (r >= 8);
+      for (int k = 0; k < 8; ++k) want += fa[r * 8 + k] * fb[k * 8 + c];
+      tf32_exact = tf32_exact && fd[r * 8 + c] == want;
+    }
+  expect(tf32_exact, "mma.m16n8k8 tf32 gives A B + C");
+  // 1 + 2^-11 is a tie between two TF32 values: away from zero. 1 + 2^-10 + 2^-12 rounds down.
+  expect(to_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f && to_tf32(-(1.0f + 0x1p-11f)) == -(1.0f + 0x1p-10f) &&
+             to_tf32(1.0f + 0x1p-10f + 0x1p-12f) == 1.0f + 0x1p-10f,
+         "cvt.rna.tf32 rounds to nearest, ties away");
 
   expect(__half2float(__ushort_as_half(0x3c00)) == 1.0f && __half2float(__ushort_as_half(0xc000)) == -2.0f &&
              __half2float(__ushort_as_half(0x0001)) == 5.9604644775390625e-8f,
