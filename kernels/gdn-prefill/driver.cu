@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cases.h"
+#include "driver_util.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
 #include "launch_args.h"
@@ -39,20 +40,8 @@ namespace {
 
 constexpr size_t kFlushBytes = size_t{256} << 20;  // > 4x the 60 MB L2
 
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "gdn_prefill_driver: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
-
-template <typename T>
-T* upload(const std::vector<T>& v) {
-  T* d = nullptr;
-  check_cuda(cudaMalloc(&d, v.size() * sizeof(T)), "cudaMalloc");
-  check_cuda(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  return d;
-}
+void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "gdn_prefill_driver"); }
+using kernels::upload;
 
 struct Options {
   bool bench = false, engine = true;

@@ -92,6 +92,23 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
   b[1] = m[(col0 + r) * ld + k0 + q + 4];
 }
 
+// acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j = 0, 1, on
+// tensor cores: a chunk's rows (W, Q) times the state tile, or P times U.
+template <int kLdA, int kLdB>
+__device__ __forceinline__ void mma_rows(float (&acc)[2][4], const float* a, const float* b, int row0, int tile0,
+                                         int k_end, int lane) {
+  for (int k0 = 0; k0 < k_end; k0 += 8) {
+    float fa[4];
+    load_a(fa, a, kLdA, row0, k0, lane);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float fb[2];
+      load_b(fb, b, kLdB, k0, 8 * (tile0 + j), lane);
+      mma_3xtf32(acc[j], fa, fb);
+    }
+  }
+}
+
 // C rows of D floats from global memory (token_stride apart) into shared rows `ld` apart; rows
 // from n on are zero.
 template <int D>
@@ -266,16 +283,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     const float* up = s.u + unit * C * D + col0;
     if constexpr (kTC) {
       float acc[2][4] = {};
-      for (int k0 = 0; k0 < D; k0 += 8) {
-        float fa[4];
-        load_a(fa, x, L::kX, trow0, k0, lane);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          float fb[2];
-          load_b(fb, st, L::kS, k0, 8 * (tcol0 + j), lane);
-          mma_3xtf32(acc[j], fa, fb);
-        }
-      }
+      mma_rows<L::kX, L::kS>(acc, x, st, trow0, tcol0, D, lane);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -310,31 +318,13 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     const int64_t o_token = int64_t{a.Hv} * D;
     if constexpr (kTC) {
       float acc[2][4] = {};
-      for (int k0 = 0; k0 < D; k0 += 8) {
-        float fa[4];
-        load_a(fa, x, L::kX, trow0, k0, lane);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          float fb[2];
-          load_b(fb, st, L::kS, k0, 8 * (tcol0 + j), lane);
-          mma_3xtf32(acc[j], fa, fb);
-        }
-      }
+      mma_rows<L::kX, L::kS>(acc, x, st, trow0, tcol0, D, lane);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][e] *= ge[trow0 + r + 8 * (e >> 1)];
       // P is lower triangular: columns past this row tile's last row add nothing.
-      for (int k0 = 0; k0 < trow0 + 16; k0 += 8) {
-        float fa[4];
-        load_a(fa, ps, L::kA, trow0, k0, lane);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          float fb[2];
-          load_b(fb, us, L::kS, k0, 8 * (tcol0 + j), lane);
-          mma_3xtf32(acc[j], fa, fb);
-        }
-      }
+      mma_rows<L::kA, L::kS>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cases.h"
+#include "driver_util.cuh"
 #include "kernel.cuh"
 #ifndef GEMV_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
 #include "ggml-backend.h"
@@ -39,20 +40,8 @@ namespace {
 
 constexpr double kL2Bytes = 60e6;
 
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "gemv_driver: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
-
-template <typename T>
-T* upload(const std::vector<T>& v) {
-  T* d = nullptr;
-  check_cuda(cudaMalloc(&d, v.size() * sizeof(T)), "cudaMalloc");
-  check_cuda(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  return d;
-}
+void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "gemv_driver"); }
+using kernels::upload;
 
 struct Options {
   bool bench = false, engine = true;
