@@ -288,6 +288,7 @@ bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::stri
     if (tap) {
       if (framing.kind == BodyKind::kChunked) tap(decoded.data(), decoded.size());
       else tap(buf.data(), take);
+      if (done) tap(nullptr, 0);
     }
     prefix.append(buf, 0, take);
     buf.erase(0, take);
@@ -297,7 +298,11 @@ bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::stri
     }
     if (done) return true;
     if (wait_upstream(conn.fd(), client_.fd()) != Wait::kUpstream) return false;
-    if (!conn.receive()) return framing.kind == BodyKind::kUntilClose;
+    if (!conn.receive()) {
+      if (framing.kind != BodyKind::kUntilClose) return false;
+      if (tap) tap(nullptr, 0);  // such a body ends with the connection, after its last bytes went out
+      return true;
+    }
   }
 }
 

@@ -31,7 +31,9 @@ struct Request {
   std::string body;  // whole, de-chunked
 };
 
-// Observes the bytes of a relayed response body as they pass (for statistics); never blocks.
+// Observes the bytes of a relayed response body as they pass (for statistics); never blocks. A
+// last call with data == nullptr says the body is complete; it comes before the body's last bytes
+// go to the client, so what the tap records is in place when the client sees the end.
 using BodyTap = std::function<void(const char* data, size_t size)>;
 
 // An engine on 127.0.0.1: its port and the key it demands (engine_key.h; empty: none).

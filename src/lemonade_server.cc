@@ -229,14 +229,17 @@ bool LemonadeServer::infer(const std::string& route, const Request& req, json bo
   Request forwarded = req;
   forwarded.head.target = kEngineRoutes.at(route);
   StatsTap tap(Clock::now());
-  bool keep = r.forward(lease.engine(), forwarded, body.dump(-1, ' ', false, json::error_handler_t::replace), kCors,
-                        [&tap](const char* d, size_t n) { tap.feed(d, n); });
-  json stats = tap.finish();
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  last_stats_ = stats;
-  prompt_tokens_ += stats["input_tokens"].get<uint64_t>();
-  generated_tokens_ += stats["output_tokens"].get<uint64_t>();
-  return keep;
+  // The stats are in place before the response's last bytes reach the client, so a client that
+  // asks for /stats right after sees its own request.
+  auto record = [&](const char* d, size_t n) {
+    if (d != nullptr) return tap.feed(d, n);
+    json stats = tap.finish();
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    last_stats_ = stats;
+    prompt_tokens_ += stats["input_tokens"].get<uint64_t>();
+    generated_tokens_ += stats["output_tokens"].get<uint64_t>();
+  };
+  return r.forward(lease.engine(), forwarded, body.dump(-1, ' ', false, json::error_handler_t::replace), kCors, record);
 }
 
 std::string LemonadeServer::metrics() const {

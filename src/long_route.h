@@ -26,6 +26,8 @@ class LongRouter {
       : main_(std::move(main_engine)), long_from_(long_from), max_conversations_(max_conversations) {}
 
   RouteDecision route(const RequestHead& req, const std::string& body);
+  // The main engine moved (restarted on another port); only before requests are routed.
+  void set_main(Upstream main_engine) { main_ = std::move(main_engine); }
 
  private:
   struct Route {

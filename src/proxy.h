@@ -40,6 +40,9 @@ class Proxy {
   int port() const { return server_.port(); }
   void start() { server_.start(); }
   void set_ready(bool ready) { ready_ = ready; }
+  // Points a backend at another engine (a restarted one); only while not ready, when no request
+  // reaches the backends.
+  void set_engine(size_t backend, Upstream engine) { backends_.at(backend).engine = std::move(engine); }
   // Stops accepting, shuts every open connection and waits for their threads.
   void stop() { server_.stop(); }
 

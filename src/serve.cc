@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <ctime>
 #include <iostream>
 #include <memory>
@@ -33,13 +34,17 @@ namespace onebit {
 namespace {
 
 constexpr auto kHealthPoll = std::chrono::milliseconds(250);
+// How often an engine starts on a fresh port when another program took its port first.
+constexpr int kPortAttempts = 5;
 
 // One engine child and what serve knows about it.
 struct Engine {
   std::string label;  // "main" or "long"
   std::string model;
+  LaunchInputs inputs;
   LaunchPlan plan;
   int port = 0;
+  int port_attempts = 1;
   std::string key;  // the engine's own key (engine_key.h)
   std::unique_ptr<ChildProcess> child;
   bool ready = false;
@@ -72,17 +77,22 @@ std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts&
 }
 
 // Waits for every engine's /health to answer 200, polling every 250 ms, while watching for
-// signals and engine exits. Throws Error on timeout or an exit; returns false on a signal.
-bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigset_t& signals) {
+// signals and engine exits. An engine whose port another program took first is handed to
+// `restart` (false: no more attempts). Throws Error on timeout or an exit; returns false on a
+// signal.
+bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigset_t& signals,
+                      const std::function<bool(Engine&)>& restart) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (true) {
     bool all = true;
     for (Engine& e : engines) {
       if (!e.child->running()) {
-        if (port_has_listener(e.port))
-          throw Error("the engine (" + e.model + ") could not listen on 127.0.0.1:" + std::to_string(e.port) +
-                      ": another program took that port first; start 1bit serve again");
-        throw Error(died_message(e, "while loading"));
+        if (!port_has_listener(e.port)) throw Error(died_message(e, "while loading"));
+        if (!restart(e))
+          throw Error("the engine (" + e.model + ") could not listen: other programs took " +
+                      std::to_string(kPortAttempts) + " of its ports in a row before it could");
+        all = false;
+        continue;
       }
       if (!e.ready) {
         // A 200 only counts from our own child: the port may have gone to another program.
@@ -101,6 +111,14 @@ bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigs
     timespec ts{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kHealthPoll).count()};
     if (sigtimedwait(&signals, nullptr, &ts) > 0) return false;
   }
+}
+
+// A loopback port that was free a moment ago and is none of the engines'.
+int free_engine_port(const std::vector<Engine>& engines) {
+  int port;
+  do port = pick_free_port("127.0.0.1");
+  while (std::any_of(engines.begin(), engines.end(), [&](const Engine& x) { return x.port == port; }));
+  return port;
 }
 
 int serve(const ServeOptions& o) {
@@ -131,9 +149,8 @@ int serve(const ServeOptions& o) {
     Engine e;
     e.label = label;
     e.model = path;
-    do e.port = pick_free_port("127.0.0.1");
-    while (std::any_of(engines.begin(), engines.end(), [&](const Engine& x) { return x.port == e.port; }));
-    LaunchInputs in;
+    e.port = free_engine_port(engines);
+    LaunchInputs& in = e.inputs;
     in.options = &o;
     in.model_path = path;
     in.model = &facts;
@@ -175,11 +192,28 @@ int serve(const ServeOptions& o) {
   proxy.adopt(std::move(listener));
   proxy.start();
 
-  for (Engine& e : engines) {
+  auto start_child = [&](Engine& e) {
     auto env = e.plan.env_added;
     env.push_back({kEngineKeyVariable, e.key});
     e.child = ChildProcess::start({e.plan.program, e.plan.args, env, e.plan.env_removed, o.engine_log, o.verbose});
-  }
+  };
+  for (Engine& e : engines) start_child(e);
+  // Another program took an engine's port before the engine bound it: start it again elsewhere.
+  auto restart = [&](Engine& e) {
+    if (e.port_attempts >= kPortAttempts) return false;
+    ++e.port_attempts;
+    const int taken = e.port;
+    e.port = free_engine_port(engines);
+    e.inputs.port = e.port;
+    e.plan = plan_launch(e.inputs, engine);
+    const size_t index = static_cast<size_t>(&e - engines.data());
+    proxy.set_engine(index, {e.port, e.key});
+    if (router && index == 0) router->set_main({e.port, e.key});
+    std::cerr << "1bit serve: port " << taken << " was taken by another program; the engine (" << e.model
+              << ") starts again on port " << e.port << "\n";
+    start_child(e);
+    return true;
+  };
   std::cerr << "1bit serve: loading " << model_path << " on " << device << ", listening on http://" << o.host << ":"
             << proxy.port() << "\n";
 
@@ -191,7 +225,7 @@ int serve(const ServeOptions& o) {
     return code;
   };
   try {
-    if (!wait_until_ready(engines, o.load_timeout_s, signals)) {
+    if (!wait_until_ready(engines, o.load_timeout_s, signals, restart)) {
       std::cerr << "1bit serve: stopping\n";
       return shutdown(0);
     }

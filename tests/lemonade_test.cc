@@ -238,6 +238,19 @@ TEST(LemonadeModels, InferenceLoadsOnDemandAndEvictsByLru) {
   EXPECT_GE(json::parse(l.get("/api/v1/stats").body)["decode_token_times"].size(), 5u);
 }
 
+// /stats describes the request whose response just ended, even asked at once: the stats are in
+// place before the response's last bytes leave 1bit.
+TEST(LemonadeModels, StatsAreInPlaceWhenTheResponseEnds) {
+  Lemonade l;
+  for (int i = 0; i < 20; ++i) {
+    const int tokens = i % 2 ? 9 : 4;
+    HttpResult r = l.post("/v1/completions", {{"model", "1bit-tiny"}, {"prompt", "def f(x):"}, {"max_tokens", tokens},
+                                              {"ignore_eos", true}, {"stream", i % 4 < 2}, {"temperature", 0}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(l.get("/api/v1/stats").body)["output_tokens"], tokens) << "request " << i;
+  }
+}
+
 TEST(LemonadeModels, TwoModelsStayWithALimitOfTwo) {
   Lemonade l({"--max-loaded-models", "2"});
   l.chat("1bit-tiny", "hi");

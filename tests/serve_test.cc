@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -276,11 +277,25 @@ TEST_F(ServeTest, AnotherProgramOnTheEnginePortIsNeverProxied) {
   EXPECT_EQ(r.err.find("ready on"), std::string::npos) << r.err;
 }
 
-TEST_F(ServeTest, AnEnginePortTakenFirstIsNamed) {
+// Another program takes the engine's port before the engine binds it, so the engine exits: serve
+// starts it again on a fresh port, and requests reach it there, never the other program.
+TEST_F(ServeTest, AnEnginePortTakenFirstIsLeftForAnother) {
   KillPidInFile stranger(dir_.file("stranger.pid"));
-  RunResult r = run(serve_args({"-m", model_}), fake_env({{"FAKE_STRANGER", dir_.file("stranger.pid")}}), 20s);
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("another program took that port first; start 1bit serve again"), std::string::npos) << r.err;
+  std::unique_ptr<Subprocess> p;
+  const int port = start(p, {"-m", model_}, {{"FAKE_STRANGER", dir_.file("stranger.pid")}});
+  const std::string err = p->err();
+  const size_t at = err.find("1bit serve: port ");
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_NE(err.find("was taken by another program; the engine (" + model_ + ") starts again on port"),
+            std::string::npos) << err;
+  const int taken = std::atoi(err.c_str() + at + 17);
+  const json argv = record()["argv"];
+  const auto port_at = std::find(argv.begin(), argv.end(), "--port");
+  ASSERT_NE(port_at, argv.end());
+  EXPECT_NE(std::stoi((port_at + 1)->get<std::string>()), taken);
+  HttpResult r = http_fetch("127.0.0.1", port, "GET", "/v1/models");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.find("stranger"), std::string::npos) << r.body;
 }
 
 TEST_F(ServeTest, EngineDeathWhileServingStopsServe) {
