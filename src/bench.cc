@@ -80,7 +80,7 @@ class Server {
                                      std::to_string(o.load_timeout_s), "-v"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     log_ = o.log_dir.empty() ? "" : o.log_dir + "/" + c.name + "-round" + std::to_string(round) + ".log";
-    child_ = ChildProcess::start({o.onebit, args, {}, {}, log_, false});
+    child_ = ChildProcess::start({o.onebit, args, c.env, {}, log_, false});
     const auto deadline = Clock::now() + std::chrono::duration<double>(o.load_timeout_s + 30);
     while (true) {
       if (stop) throw Error("interrupted");
@@ -196,6 +196,17 @@ BenchConfig parse_bench_config(const std::string& spec) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'))
       throw Error("--config \"" + spec + "\": a name has only letters, digits, '-', '_' and '.'");
   c.args = shell_split(spec.substr(eq + 1));
+  while (!c.args.empty()) {
+    const std::string& w = c.args.front();
+    const size_t at = w.find('=');
+    const bool name_ok = at != std::string::npos && at > 0 && !std::isdigit(static_cast<unsigned char>(w[0])) &&
+                         std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(at), [](char ch) {
+                           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                         });
+    if (!name_ok) break;
+    c.env.push_back({w.substr(0, at), w.substr(at + 1)});
+    c.args.erase(c.args.begin());
+  }
   for (const auto& a : c.args)
     if (a == "-m" || a == "--model" || a == "--port" || a.rfind("--port=", 0) == 0 || a.rfind("--model=", 0) == 0)
       throw Error("--config " + c.name + ": " + a + " is set by bench for every configuration");
@@ -231,7 +242,15 @@ std::vector<double> BenchRecord::values(const std::string& config, const std::st
 
 json BenchRecord::to_json() const {
   json cs = json::array();
-  for (const auto& c : configs) cs.push_back({{"name", c.name}, {"args", c.args}, {"command", shell_join(c.args)}});
+  for (const auto& c : configs) {
+    json env = json::object();
+    std::string command;
+    for (const auto& [k, v] : c.env) {
+      env[k] = v;
+      command += shell_quote(k + "=" + v) + " ";
+    }
+    cs.push_back({{"name", c.name}, {"env", env}, {"args", c.args}, {"command", command + shell_join(c.args)}});
+  }
   json ss = json::array();
   for (const auto& s : samples) ss.push_back({{"config", s.config}, {"round", s.round}, {"metric", s.metric}, {"value", s.value}});
   json summary = json::object();

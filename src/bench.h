@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,10 +15,13 @@ namespace onebit {
 
 struct BenchConfig {
   std::string name;
-  std::vector<std::string> args;  // `1bit serve` arguments
+  std::vector<std::pair<std::string, std::string>> env;  // set for this configuration's serve
+  std::vector<std::string> args;                         // `1bit serve` arguments
 };
 
-// Parses "NAME=ARGS" (ARGS shell-split, may be empty). Throws Error without '=' or a name.
+// Parses "NAME=ARGS" (ARGS shell-split, may be empty). As on a shell's command line, leading
+// words VAR=VALUE are environment for the configuration's serve and its engine (an engine switch
+// such as ONEBIT_GDN_PREFILL=2 against its absence, in one run). Throws Error without '=' or a name.
 BenchConfig parse_bench_config(const std::string& spec);
 
 struct BenchOptions {

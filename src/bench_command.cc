@@ -71,8 +71,8 @@ std::vector<CliOption> common_table(BenchCli& c) {
 std::vector<CliOption> bench_table(BenchCli& c) {
   auto t = common_table(c);
   t.insert(t.begin() + 1, CliOption{{"--config"}, "NAME=ARGS",
-                                    "a configuration: a name and `1bit serve` arguments (may be empty: base=);\n"
-                                    "the first is the baseline",
+                                    "a configuration: a name and `1bit serve` arguments (may be empty: base=),\n"
+                                    "led by VAR=VALUE words for its environment; the first is the baseline",
                                     [&c](const std::string& v) { c.configs.push_back(v); }});
   return t;
 }
@@ -143,7 +143,7 @@ void check(BenchCli& c, bool tune) {
     for (const auto& m : bench_metrics()) known = known || c.metric == m.name;
     if (!known) throw Error("--metric: unknown metric \"" + c.metric + "\"");
     if (c.tries.empty()) throw Error("at least one --try is needed");
-    c.bench.configs.push_back({"current", {}});
+    c.bench.configs.push_back({"current", {}, {}});
     for (size_t i = 0; i < c.tries.size(); ++i) {
       std::vector<std::string> args = shell_split(c.tries[i]);
       if (args.empty()) throw Error("--try: empty arguments");
@@ -152,7 +152,7 @@ void check(BenchCli& c, bool tune) {
       parse_recipes(probe.dump(), "--try \"" + c.tries[i] + "\"", EngineArgs::builtin());
       std::vector<std::string> serve_args = {"--"};
       serve_args.insert(serve_args.end(), args.begin(), args.end());
-      c.bench.configs.push_back({"try" + std::to_string(i + 1), serve_args});
+      c.bench.configs.push_back({"try" + std::to_string(i + 1), {}, serve_args});
     }
     return;
   }

@@ -14,7 +14,7 @@ BenchRecord record(const std::vector<double>& base, const std::vector<double>& c
   BenchRecord r;
   r.model = "/models/x.gguf";
   r.facts = {{"architecture", "qwen3"}, {"moe", false}, {"hadamard_q4_0", false}};
-  r.configs = {{"current", {}}, {"try1", {"--", "-ub", "1024"}}};
+  r.configs = {{"current", {}, {}}, {"try1", {}, {"--", "-ub", "1024"}}};
   r.rounds = 2;
   r.machine = {{"cpu", "Test CPU"}, {"gpus", nlohmann::json::array()}};
   r.finished = "2026-11-30T10:00:00Z";

@@ -164,6 +164,25 @@ TEST_F(BenchTest, CtrlCStopsEveryServe) {
   for (pid_t p : running) EXPECT_TRUE(wait_process_gone(p, 5s)) << p;
 }
 
+// A configuration led by VAR=VALUE words runs with that environment, down to the engine: an
+// engine switch against its absence in one run.
+TEST_F(BenchTest, AConfigurationCarriesItsEnvironment) {
+  RunResult r = run(bench({"--config", "base=", "--config", "switched=ONEBIT_TEST_SWITCH=2 -c 512", "--rounds", "1",
+                           "--json", dir_.file("r.json")}),
+                    fake({{"FAKE_FAST_ENV", "ONEBIT_TEST_SWITCH"}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, base, switched;
+  std::getline(lines, header), std::getline(lines, base), std::getline(lines, switched);
+  EXPECT_NE(base.find("3000.0 / 3000.0"), std::string::npos) << base;
+  EXPECT_NE(switched.find("6000.0 / 6000.0 (+100.0%)"), std::string::npos) << switched;
+  json rec = json::parse(read_file(dir_.file("r.json")));
+  EXPECT_EQ(rec["configs"][1]["env"], json({{"ONEBIT_TEST_SWITCH", "2"}}));
+  EXPECT_EQ(rec["configs"][1]["args"], json({"-c", "512"}));
+  EXPECT_EQ(rec["configs"][1]["command"], "ONEBIT_TEST_SWITCH=2 -c 512");
+  EXPECT_TRUE(rec["configs"][0]["env"].empty());
+}
+
 TEST_F(BenchTest, TuneWritesAWinnerAsARecipe) {
   const std::string recipes = dir_.file("tuned.json");
   RunResult r = run({onebit_binary(), "tune", "-m", model_, "--try", "-ub 1024", "--try", "-b 256", "--metric",

@@ -12,6 +12,7 @@
 //   FAKE_DEVICES="A;B"        what --list-devices prints
 //   FAKE_NO_TIMINGS=1         completions carry no "timings"
 //   FAKE_FAST_FLAG=F          when argv holds flag F, every speed in "timings" is doubled
+//   FAKE_FAST_ENV=V           when the environment has the variable V, likewise
 //   LLAMA_API_KEY=K           as llama-server: every route but /health wants "Authorization: Bearer K"
 //   FAKE_STRANGER=FILE        once per FILE: another program (its own session, outliving this
 //                             one) takes --port and answers every GET with 200; its pid goes to
@@ -172,6 +173,8 @@ int main(int argc, char** argv) {
   if (const char* flag = std::getenv("FAKE_FAST_FLAG"))
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == flag) g_speed = 2.0;
+  if (const char* var = std::getenv("FAKE_FAST_ENV"))
+    if (std::getenv(var) != nullptr) g_speed = 2.0;
   const bool with_timings = std::getenv("FAKE_NO_TIMINGS") == nullptr;
   const std::string model = arg_after(argc, argv, "-m", "?");
   const int port = std::atoi(arg_after(argc, argv, "--port", "8080").c_str());
