@@ -1,6 +1,5 @@
 #include "cuda_emu.h"
 
-#include <ucontext.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -8,6 +7,75 @@
 #include <map>
 #include <random>
 #include <vector>
+
+// Switching between fibers: save the callee-saved registers on the current stack, swap stack
+// pointers, restore. (ucontext's swapcontext also saves the signal mask, a system call per
+// switch, which made it most of the emulator's run time.)
+extern "C" void cuda_emu_switch(void** save_sp, void* load_sp);
+#if defined(__x86_64__)
+asm(R"(
+    .text
+    .globl cuda_emu_switch
+    .type cuda_emu_switch, @function
+cuda_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size cuda_emu_switch, .-cuda_emu_switch
+    .section .note.GNU-stack, "", @progbits
+    .text
+)");
+#elif defined(__aarch64__)
+asm(R"(
+    .text
+    .globl cuda_emu_switch
+    .type cuda_emu_switch, %function
+cuda_emu_switch:
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mov x9, sp
+    str x9, [x0]
+    mov sp, x1
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    add sp, sp, #176
+    ret
+    .size cuda_emu_switch, .-cuda_emu_switch
+    .section .note.GNU-stack, "", %progbits
+    .text
+)");
+#else
+#error "the CUDA emulator switches fibers for x86-64 and AArch64 only"
+#endif
 
 namespace cuda_emu {
 
@@ -48,7 +116,7 @@ float tf32_truncated(float x) { return float_of(bits_of(x) & 0xffffe000u); }
 constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4;
 
 struct Fiber {
-  ucontext_t context;
+  void* sp = nullptr;  // its saved stack pointer while it is not running
   std::vector<char> stack;
   State state = State::kRunnable;
   const void* where = nullptr;  // the barrier's return address, to tell barriers apart
@@ -63,7 +131,7 @@ struct Emulator {
   std::map<const void*, size_t> max_shared;
   std::vector<Fiber> fibers;
   std::vector<unsigned char> shared;
-  ucontext_t scheduler;
+  void* scheduler = nullptr;  // the scheduler's saved stack pointer
   int current = -1;
   const std::function<void()>* body = nullptr;
   bool abort_block = false;
@@ -81,19 +149,37 @@ void problem(const std::string& line) {
 void yield(State s) {
   Emulator& e = emu();
   e.fibers[e.current].state = s;
-  swapcontext(&e.fibers[e.current].context, &e.scheduler);
+  cuda_emu_switch(&e.fibers[e.current].sp, e.scheduler);
   if (e.abort_block) {
     // Unwinding a fiber is not possible without exceptions; park it for good.
     e.fibers[e.current].state = State::kDone;
-    while (true) swapcontext(&e.fibers[e.current].context, &e.scheduler);
+    while (true) cuda_emu_switch(&e.fibers[e.current].sp, e.scheduler);
   }
 }
 
-void fiber_entry() {
+// Where a fiber starts; it never returns (the scheduler never resumes a finished fiber).
+[[noreturn]] void fiber_entry() {
   Emulator& e = emu();
   (*e.body)();
   e.fibers[e.current].state = State::kDone;
-  swapcontext(&e.fibers[e.current].context, &e.scheduler);
+  while (true) cuda_emu_switch(&e.fibers[e.current].sp, e.scheduler);
+}
+
+// A fresh fiber's stack as cuda_emu_switch leaves a suspended one: the saved registers (zero),
+// then fiber_entry as the return address, at the alignment a called function expects.
+void* initial_stack(std::vector<char>& stack) {
+  auto top = reinterpret_cast<uintptr_t>(stack.data() + stack.size()) & ~uintptr_t{15};
+  void** sp = reinterpret_cast<void**>(top);
+#if defined(__x86_64__)
+  *--sp = nullptr;                                   // fiber_entry's own "return address" slot
+  *--sp = reinterpret_cast<void*>(&fiber_entry);     // popped by ret
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;       // rbp, rbx, r12-r15
+#else
+  sp -= 22;                                          // x19-x30, d8-d15, padding: 176 bytes
+  for (int i = 0; i < 22; ++i) sp[i] = nullptr;
+  sp[11] = reinterpret_cast<void*>(&fiber_entry);    // x30, the link register ret jumps to
+#endif
+  return sp;
 }
 
 Index index_of(unsigned linear, dim3 d) { return {linear % d.x, (linear / d.x) % d.y, linear / (d.x * d.y)}; }
@@ -185,11 +271,7 @@ void run_block(int threads) {
     Fiber& f = e.fibers[t];
     f.state = State::kRunnable;
     f.where = nullptr;
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.data();
-    f.context.uc_stack.ss_size = f.stack.size();
-    f.context.uc_link = nullptr;
-    makecontext(&f.context, fiber_entry, 0);
+    f.sp = initial_stack(f.stack);
   }
   std::vector<int> order(threads);
   e.abort_block = false;
@@ -201,7 +283,7 @@ void run_block(int threads) {
       if (e.fibers[t].state != State::kRunnable) continue;
       e.current = t;
       thread_index = index_of(static_cast<unsigned>(t), block_dim);
-      swapcontext(&e.scheduler, &e.fibers[t].context);
+      cuda_emu_switch(&e.scheduler, e.fibers[t].sp);
     }
     // Every thread now waits at a barrier or a warp operation, or is done.
     bool progressed = false;
@@ -234,7 +316,7 @@ void run_block(int threads) {
       for (int t = 0; t < threads; ++t)
         if (e.fibers[t].state != State::kDone) {
           e.current = t;
-          swapcontext(&e.scheduler, &e.fibers[t].context);
+          cuda_emu_switch(&e.scheduler, e.fibers[t].sp);
         }
       return;
     }
