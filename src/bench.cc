@@ -92,7 +92,7 @@ class Server {
       }
       // Only our own serve counts: the port may have gone to another program meanwhile.
       if (http_fetch("127.0.0.1", port_, "GET", "/health", "", {}, 2000).status == 200 &&
-          process_listens_on(child_->pid(), port_))
+          process_owns_port(child_->pid(), port_))
         break;
       if (Clock::now() > deadline) throw Error("config " + c.name + ": serve did not get ready in time");
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -247,7 +247,7 @@ json BenchRecord::to_json() const {
     std::string command;
     for (const auto& [k, v] : c.env) {
       env[k] = v;
-      command += shell_quote(k + "=" + v) + " ";
+      command += k + "=" + shell_quote(v) + " ";
     }
     cs.push_back({{"name", c.name}, {"env", env}, {"args", c.args}, {"command", command + shell_join(c.args)}});
   }

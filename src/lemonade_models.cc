@@ -158,7 +158,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
     }
     // A 200 only counts from our own child, not from whoever else listens on the port.
     if (http_fetch("127.0.0.1", m.port, "GET", "/health", "", {}, 2000).status == 200 &&
-        process_listens_on(m.child->pid(), m.port))
+        process_owns_port(m.child->pid(), m.port))
       return true;
     if (Clock::now() > deadline) {
       m.child->stop();

@@ -39,13 +39,12 @@ std::set<unsigned long> listening_socket_inodes(int port) {
   return inodes;
 }
 
-bool process_listens_on(pid_t pid, int port) {
-  const std::set<unsigned long> inodes = listening_socket_inodes(port);
-  if (inodes.empty()) return false;
+bool process_owns_port(pid_t pid, int port) {
+  std::set<unsigned long> inodes = listening_socket_inodes(port);
+  if (inodes.empty()) return true;
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return false;
-  bool found = false;
   while (dirent* ent = readdir(d)) {
     char target[64];
     const std::string link = dir + "/" + ent->d_name;
@@ -53,13 +52,10 @@ bool process_listens_on(pid_t pid, int port) {
     if (n <= 0) continue;
     target[n] = '\0';
     unsigned long inode = 0;
-    if (std::sscanf(target, "socket:[%lu]", &inode) == 1 && inodes.count(inode)) {
-      found = true;
-      break;
-    }
+    if (std::sscanf(target, "socket:[%lu]", &inode) == 1) inodes.erase(inode);
   }
   closedir(d);
-  return found;
+  return inodes.empty();
 }
 
 bool port_has_listener(int port) { return !listening_socket_inodes(port).empty(); }

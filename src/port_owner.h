@@ -12,9 +12,12 @@ namespace onebit {
 
 // Inodes of the sockets listening on TCP `port` (IPv4 and IPv6), from /proc/net/tcp{,6}.
 std::set<unsigned long> listening_socket_inodes(int port);
-// Whether process `pid` holds one of the sockets listening on `port`. False when /proc cannot
-// tell (no such process, no permission).
-bool process_listens_on(pid_t pid, int port);
+// Whether process `pid` is the one listening on `port`: it holds every socket listening there
+// (with SO_REUSEPORT another program could share the port and take some of its connections).
+// True when /proc shows no listener on the port at all (where /proc/net is empty or missing it
+// cannot tell, and a health check's answer is then trusted as before); false for a process that
+// does not exist or whose descriptors cannot be read.
+bool process_owns_port(pid_t pid, int port);
 // Whether some process listens on `port` (on any local address).
 bool port_has_listener(int port);
 

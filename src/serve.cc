@@ -97,7 +97,7 @@ bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigs
       if (!e.ready) {
         // A 200 only counts from our own child: the port may have gone to another program.
         HttpResult r = http_fetch("127.0.0.1", e.port, "GET", "/health", "", {}, 2000);
-        e.ready = r.status == 200 && process_listens_on(e.child->pid(), e.port);
+        e.ready = r.status == 200 && process_owns_port(e.child->pid(), e.port);
       }
       all = all && e.ready;
     }
@@ -202,6 +202,7 @@ int serve(const ServeOptions& o) {
   auto restart = [&](Engine& e) {
     if (e.port_attempts >= kPortAttempts) return false;
     ++e.port_attempts;
+    e.ready = false;
     const int taken = e.port;
     e.port = free_engine_port(engines);
     e.inputs.port = e.port;
