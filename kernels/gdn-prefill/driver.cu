@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -28,9 +27,7 @@
 #include "kernel_config.h"
 #include "launch_args.h"
 #ifndef GDN_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
-#include "ggml-backend.h"
-#include "ggml-cuda.h"
-#include "ggml.h"
+#include "engine_graph.h"
 #endif
 #include "reference.h"
 
@@ -81,25 +78,18 @@ struct DeviceProblem {
 // The engine's GATED_DELTA_NET on the same inputs, through ggml's CUDA backend.
 class EngineOp {
  public:
-  explicit EngineOp(const Problem& p) {
+  explicit EngineOp(const Problem& p) : g_(16) {
     const Shape& s = p.shape;
-    backend_ = ggml_backend_cuda_init(0);
-    if (backend_ == nullptr) {
-      std::fprintf(stderr, "gdn_prefill_driver: ggml has no CUDA device\n");
-      std::exit(2);
-    }
-    ggml_init_params ip{ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
-    ctx_ = ggml_init(ip);
-    ggml_tensor* q = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.Hk, s.T, s.B);
-    ggml_tensor* k = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.Hk, s.T, s.B);
-    ggml_tensor* v = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.Hv, s.T, s.B);
-    ggml_tensor* g = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, 1, s.Hv, s.T, s.B);
-    ggml_tensor* beta = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, 1, s.Hv, s.T, s.B);
-    ggml_tensor* state = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, s.S, s.S, s.Hv, s.B);
-    out_ = ggml_gated_delta_net(ctx_, q, k, v, g, beta, state, s.K);
-    graph_ = ggml_new_graph(ctx_);
-    ggml_build_forward_expand(graph_, out_);
-    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend_);
+    ggml_context* ctx = g_.ctx();
+    ggml_tensor* q = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.S, s.Hk, s.T, s.B);
+    ggml_tensor* k = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.S, s.Hk, s.T, s.B);
+    ggml_tensor* v = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.S, s.Hv, s.T, s.B);
+    ggml_tensor* g = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, s.Hv, s.T, s.B);
+    ggml_tensor* beta = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, s.Hv, s.T, s.B);
+    ggml_tensor* state = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, s.S, s.S, s.Hv, s.B);
+    out_ = ggml_gated_delta_net(ctx, q, k, v, g, beta, state, s.K);
+    ggml_build_forward_expand(g_.graph(), out_);
+    g_.allocate();
     ggml_backend_tensor_set(q, p.q.data(), 0, p.q.size() * sizeof(float));
     ggml_backend_tensor_set(k, p.k.data(), 0, p.k.size() * sizeof(float));
     ggml_backend_tensor_set(v, p.v.data(), 0, p.v.size() * sizeof(float));
@@ -107,18 +97,8 @@ class EngineOp {
     ggml_backend_tensor_set(beta, p.beta.data(), 0, p.beta.size() * sizeof(float));
     ggml_backend_tensor_set(state, p.state.data(), 0, p.state.size() * sizeof(float));
   }
-  ~EngineOp() {
-    ggml_backend_buffer_free(buffer_);
-    ggml_free(ctx_);
-    ggml_backend_free(backend_);
-  }
   // Milliseconds for one op, wall clock around the graph (its launch included).
-  double run() {
-    const auto t0 = std::chrono::steady_clock::now();
-    ggml_backend_graph_compute(backend_, graph_);
-    ggml_backend_synchronize(backend_);
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
+  double run() { return g_.run(); }
   std::vector<float> result() {
     std::vector<float> out(ggml_nelements(out_));
     ggml_backend_tensor_get(out_, out.data(), 0, out.size() * sizeof(float));
@@ -126,10 +106,7 @@ class EngineOp {
   }
 
  private:
-  ggml_backend_t backend_ = nullptr;
-  ggml_context* ctx_ = nullptr;
-  ggml_cgraph* graph_ = nullptr;
-  ggml_backend_buffer_t buffer_ = nullptr;
+  kernels::EngineGraph g_;
   ggml_tensor* out_ = nullptr;
 };
 #endif

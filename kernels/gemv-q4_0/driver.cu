@@ -16,7 +16,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,9 +27,7 @@
 #include "driver_util.cuh"
 #include "kernel.cuh"
 #ifndef GEMV_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
-#include "ggml-backend.h"
-#include "ggml-cuda.h"
-#include "ggml.h"
+#include "engine_graph.h"
 #endif
 #include "reference.h"
 
@@ -86,24 +83,17 @@ void gather(const Expected& e, const std::vector<float>& out, int64_t rows, int 
 // The engine's MUL_MAT (MMVQ for these column counts) on the same weights, through ggml.
 class EngineMatmul {
  public:
-  EngineMatmul(const Problem& p, int cols, int copies) : cols_(cols), copies_(copies) {
-    backend_ = ggml_backend_cuda_init(0);
-    if (backend_ == nullptr) {
-      std::fprintf(stderr, "gemv_driver: ggml has no CUDA device\n");
-      std::exit(2);
-    }
-    ggml_init_params ip{ggml_tensor_overhead() * (2 * copies + 4) + ggml_graph_overhead(), nullptr, true};
-    ctx_ = ggml_init(ip);
-    ggml_tensor* b = ggml_new_tensor_2d(ctx_, GGML_TYPE_F32, p.k, cols);
-    graph_ = ggml_new_graph(ctx_);
+  EngineMatmul(const Problem& p, int cols, int copies) : g_(2 * copies + 4), cols_(cols), copies_(copies) {
+    ggml_context* ctx = g_.ctx();
+    ggml_tensor* b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, p.k, cols);
     std::vector<ggml_tensor*> as;
     for (int i = 0; i < copies; ++i) {
-      ggml_tensor* a = ggml_new_tensor_2d(ctx_, GGML_TYPE_Q4_0, p.k, p.rows);
+      ggml_tensor* a = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, p.k, p.rows);
       as.push_back(a);
-      outs_.push_back(ggml_mul_mat(ctx_, a, b));
-      ggml_build_forward_expand(graph_, outs_.back());
+      outs_.push_back(ggml_mul_mat(ctx, a, b));
+      ggml_build_forward_expand(g_.graph(), outs_.back());
     }
-    buffer_ = ggml_backend_alloc_ctx_tensors(ctx_, backend_);
+    g_.allocate();
     for (ggml_tensor* a : as) ggml_backend_tensor_set(a, p.w.data(), 0, p.w.size() * sizeof(BlockQ4_0));
     // The activations as floats: exactly the values the Q8_1 blocks hold, which ggml quantizes
     // again on its own (so it reads the same numbers; its Q8_1 carries the sum of the floats).
@@ -116,18 +106,8 @@ class EngineMatmul {
       }
     ggml_backend_tensor_set(b, xf.data(), 0, xf.size() * sizeof(float));
   }
-  ~EngineMatmul() {
-    ggml_backend_buffer_free(buffer_);
-    ggml_free(ctx_);
-    ggml_backend_free(backend_);
-  }
   // Milliseconds per matmul for one pass over all copies.
-  double run() {
-    const auto t0 = std::chrono::steady_clock::now();
-    ggml_backend_graph_compute(backend_, graph_);
-    ggml_backend_synchronize(backend_);
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / copies_;
-  }
+  double run() { return g_.run() / copies_; }
   std::vector<float> result(int64_t rows) {
     std::vector<float> out(static_cast<size_t>(rows * cols_));
     ggml_backend_tensor_get(outs_[0], out.data(), 0, out.size() * sizeof(float));
@@ -135,11 +115,8 @@ class EngineMatmul {
   }
 
  private:
+  kernels::EngineGraph g_;
   int cols_, copies_;
-  ggml_backend_t backend_ = nullptr;
-  ggml_context* ctx_ = nullptr;
-  ggml_cgraph* graph_ = nullptr;
-  ggml_backend_buffer_t buffer_ = nullptr;
   std::vector<ggml_tensor*> outs_;
 };
 #endif
