@@ -186,6 +186,23 @@ json complete_streamed(int port, const json& body, const std::string& what, doub
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> take_env_assignments(std::vector<std::string>& words) {
+  std::vector<std::pair<std::string, std::string>> env;
+  size_t n = 0;
+  for (; n < words.size(); ++n) {
+    const std::string& w = words[n];
+    const size_t at = w.find('=');
+    const bool name_ok = at != std::string::npos && at > 0 && !std::isdigit(static_cast<unsigned char>(w[0])) &&
+                         std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(at), [](char ch) {
+                           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                         });
+    if (!name_ok) break;
+    env.push_back({w.substr(0, at), w.substr(at + 1)});
+  }
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n));
+  return env;
+}
+
 BenchConfig parse_bench_config(const std::string& spec) {
   size_t eq = spec.find('=');
   if (eq == std::string::npos) throw Error("--config \"" + spec + "\": expected NAME=ARGS");
@@ -196,17 +213,7 @@ BenchConfig parse_bench_config(const std::string& spec) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'))
       throw Error("--config \"" + spec + "\": a name has only letters, digits, '-', '_' and '.'");
   c.args = shell_split(spec.substr(eq + 1));
-  while (!c.args.empty()) {
-    const std::string& w = c.args.front();
-    const size_t at = w.find('=');
-    const bool name_ok = at != std::string::npos && at > 0 && !std::isdigit(static_cast<unsigned char>(w[0])) &&
-                         std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(at), [](char ch) {
-                           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-                         });
-    if (!name_ok) break;
-    c.env.push_back({w.substr(0, at), w.substr(at + 1)});
-    c.args.erase(c.args.begin());
-  }
+  c.env = take_env_assignments(c.args);
   for (const auto& a : c.args)
     if (a == "-m" || a == "--model" || a == "--port" || a.rfind("--port=", 0) == 0 || a.rfind("--model=", 0) == 0)
       throw Error("--config " + c.name + ": " + a + " is set by bench for every configuration");

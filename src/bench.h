@@ -19,6 +19,9 @@ struct BenchConfig {
   std::vector<std::string> args;                         // `1bit serve` arguments
 };
 
+// Moves the leading VAR=VALUE words of `words` out, as a shell takes a command's environment.
+std::vector<std::pair<std::string, std::string>> take_env_assignments(std::vector<std::string>& words);
+
 // Parses "NAME=ARGS" (ARGS shell-split, may be empty). As on a shell's command line, leading
 // words VAR=VALUE are environment for the configuration's serve and its engine (an engine switch
 // such as ONEBIT_GDN_PREFILL=2 against its absence, in one run). Throws Error without '=' or a name.

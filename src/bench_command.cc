@@ -146,13 +146,17 @@ void check(BenchCli& c, bool tune) {
     c.bench.configs.push_back({"current", {}, {}});
     for (size_t i = 0; i < c.tries.size(); ++i) {
       std::vector<std::string> args = shell_split(c.tries[i]);
-      if (args.empty()) throw Error("--try: empty arguments");
+      auto env = take_env_assignments(args);
+      if (args.empty() && env.empty()) throw Error("--try: empty arguments");
       // The candidate must be a valid recipe: parse it as one before measuring anything.
-      nlohmann::json probe = {{"recipes", {{{"id", "try"}, {"args", args}, {"measured", "-"}}}}};
-      parse_recipes(probe.dump(), "--try \"" + c.tries[i] + "\"", EngineArgs::builtin());
-      std::vector<std::string> serve_args = {"--"};
+      nlohmann::json probe = recipe_body(args, env);
+      probe["id"] = "try";
+      probe["measured"] = "-";
+      parse_recipes(nlohmann::json{{"recipes", {probe}}}.dump(), "--try \"" + c.tries[i] + "\"", EngineArgs::builtin());
+      std::vector<std::string> serve_args;
+      if (!args.empty()) serve_args.push_back("--");
       serve_args.insert(serve_args.end(), args.begin(), args.end());
-      c.bench.configs.push_back({"try" + std::to_string(i + 1), {}, serve_args});
+      c.bench.configs.push_back({"try" + std::to_string(i + 1), env, serve_args});
     }
     return;
   }
@@ -213,13 +217,18 @@ int run(const std::vector<std::string>& args, bool tune) {
     int wins = 0;
     for (size_t i = 1; i < rec.configs.size(); ++i) {
       TuneVerdict v = judge(rec, rec.configs[i].name, c.metric);
-      std::vector<std::string> engine_args(rec.configs[i].args.begin() + 1, rec.configs[i].args.end());
-      std::cerr << "1bit tune: " << shell_join(engine_args) << ": " << c.metric << " median " << v.base_median << " -> "
+      const BenchConfig& tried = rec.configs[i];
+      std::vector<std::string> engine_args(tried.args.begin() + (tried.args.empty() ? 0 : 1), tried.args.end());
+      std::string label;
+      for (const auto& [k, val] : tried.env) label += k + "=" + shell_quote(val) + " ";
+      label += shell_join(engine_args);
+      while (!label.empty() && label.back() == ' ') label.pop_back();
+      std::cerr << "1bit tune: " << label << ": " << c.metric << " median " << v.base_median << " -> "
                 << v.median << ", gain " << v.gain * 100 << "% against noise " << v.noise * 100 << "%: "
                 << (v.wins ? "wins" : "no win") << "\n";
       if (!v.wins) continue;
       ++wins;
-      nlohmann::json entry = recipe_entry(rec, v, c.metric, engine_args, device);
+      nlohmann::json entry = recipe_entry(rec, v, c.metric, engine_args, tried.env, device);
       if (!c.write_file.empty()) entry["id"] = append_recipe(c.write_file, entry);
       std::cout << entry.dump(2) << "\n";
     }

@@ -65,8 +65,20 @@ TuneVerdict judge(const BenchRecord& r, const std::string& config, const std::st
   return v;
 }
 
+json recipe_body(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env) {
+  json body = json::object();
+  if (!args.empty()) body["args"] = args;
+  if (!env.empty()) {
+    json e = json::object();
+    for (const auto& [k, v] : env) e[k] = v;
+    body["env"] = e;
+  }
+  return body;
+}
+
 json recipe_entry(const BenchRecord& r, const TuneVerdict& v, const std::string& metric,
-                  const std::vector<std::string>& args, const std::string& device) {
+                  const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+                  const std::string& device) {
   const json& f = r.facts;
   std::string machine = r.machine.value("cpu", "unknown CPU");
   if (r.machine.contains("gpus") && !r.machine["gpus"].empty()) machine = r.machine["gpus"][0].get<std::string>();
@@ -74,15 +86,19 @@ json recipe_entry(const BenchRecord& r, const TuneVerdict& v, const std::string&
   const std::string unit = metric_named(metric).unit;
   json match = {{"device", {device}}, {"architecture", {f.value("architecture", "")}}, {"moe", f.value("moe", false)},
                 {"hadamard_q4_0", f.value("hadamard_q4_0", false)}, {"drafter", {"none"}}};
-  return {{"id", f.value("architecture", "model") + "-" + device + "-" + slug(args)},
-          {"match", match},
-          {"args", args},
-          {"why", "wins on " + metric + " beyond the run's noise: median " + short_number(v.gain * 100) + "% better, noise " +
-                      short_number(v.noise * 100) + "%"},
-          {"measured", std::filesystem::path(r.model).filename().string() + ", " + machine + ", " + metric + " " +
-                           short_number(v.base_median) + " -> " + short_number(v.median) + (unit.empty() ? "" : " " + unit) +
-                           ", " + date},
-          {"source", "1bit tune, " + std::to_string(r.rounds) + " rounds"}};
+  std::vector<std::string> words;
+  for (const auto& [k, val] : env) words.push_back(k + "=" + val);
+  words.insert(words.end(), args.begin(), args.end());
+  json entry = {{"id", f.value("architecture", "model") + "-" + device + "-" + slug(words)},
+                {"match", match},
+                {"why", "wins on " + metric + " beyond the run's noise: median " + short_number(v.gain * 100) + "% better, noise " +
+                            short_number(v.noise * 100) + "%"},
+                {"measured", std::filesystem::path(r.model).filename().string() + ", " + machine + ", " + metric + " " +
+                                 short_number(v.base_median) + " -> " + short_number(v.median) + (unit.empty() ? "" : " " + unit) +
+                                 ", " + date},
+                {"source", "1bit tune, " + std::to_string(r.rounds) + " rounds"}};
+  entry.update(recipe_body(args, env));
+  return entry;
 }
 
 std::string append_recipe(const std::string& path, json entry) {

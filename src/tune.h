@@ -26,10 +26,15 @@ struct TuneVerdict {
 
 TuneVerdict judge(const BenchRecord& record, const std::string& config, const std::string& metric);
 
-// The recipe entry for a winning candidate: engine `args`, `match` from the facts and the device,
-// `measured` as "<model>, <machine>, <metric> <base> -> <candidate>, <date>".
+// What a candidate adds, as a recipe's "args" and "env" (each only when not empty).
+nlohmann::json recipe_body(const std::vector<std::string>& args,
+                           const std::vector<std::pair<std::string, std::string>>& env);
+
+// The recipe entry for a winning candidate: engine `args` and `env`, `match` from the facts and
+// the device, `measured` as "<model>, <machine>, <metric> <base> -> <candidate>, <date>".
 nlohmann::json recipe_entry(const BenchRecord& record, const TuneVerdict& verdict, const std::string& metric,
-                            const std::vector<std::string>& args, const std::string& device);
+                            const std::vector<std::string>& args,
+                            const std::vector<std::pair<std::string, std::string>>& env, const std::string& device);
 
 // Appends `entry` to the recipes file at `path` (created when missing), keeping its id unique and
 // the file valid (it is parsed back before it replaces the old one). Returns the id written.

@@ -221,6 +221,26 @@ TEST_F(BenchTest, TuneWritesAWinnerAsARecipe) {
   EXPECT_NE(bad.err.find("\"--ubatchsize\" is not a llama-server option"), std::string::npos) << bad.err;
 }
 
+// A candidate may be an environment (an engine switch): the winner becomes a recipe with "env".
+TEST_F(BenchTest, TuneTriesAnEnvironment) {
+  const std::string recipes = dir_.file("tuned.json");
+  RunResult r = run({onebit_binary(), "tune", "-m", model_, "--try", "ONEBIT_TEST_SWITCH=1", "--metric", "prompt",
+                     "--rounds", "2", "--prompt-reps", "2", "--decode-reps", "1", "--decode-tokens", "8", "--log-dir",
+                     dir_.file("logs"), "--write", recipes},
+                    fake({{"FAKE_FAST_ENV", "ONEBIT_TEST_SWITCH"}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1bit tune: ONEBIT_TEST_SWITCH=1: prompt median 3000 -> 6000, gain 100% against noise 0%: wins"),
+            std::string::npos) << r.err;
+  json entry = json::parse(read_file(recipes))["recipes"][0];
+  EXPECT_EQ(entry["id"], "llama-cpu-onebit-test-switch-1");
+  EXPECT_EQ(entry["env"], json({{"ONEBIT_TEST_SWITCH", "1"}}));
+  EXPECT_FALSE(entry.contains("args"));
+  RunResult dry = run({onebit_binary(), "serve", "-m", model_, "--recipes", recipes, "--dry-run", "--device", "cpu"},
+                      fake());
+  EXPECT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("ONEBIT_TEST_SWITCH=1 "), std::string::npos) << dry.out;
+}
+
 TEST(BenchEngine, RealEngineOnARandomModel) {
   TempDir dir;
   SynthOptions o;
