@@ -79,7 +79,9 @@ std::vector<CliOption> bench_table(BenchCli& c) {
 
 std::vector<CliOption> tune_table(BenchCli& c) {
   auto t = common_table(c);
-  t.insert(t.begin() + 1, CliOption{{"--try"}, "ARGS", "candidate engine arguments, e.g. \"-ub 1024\"",
+  t.insert(t.begin() + 1, CliOption{{"--try"}, "ARGS",
+                                    "candidate engine arguments, e.g. \"-ub 1024\", led by VAR=VALUE words\n"
+                                    "for an environment, e.g. \"ONEBIT_GDN_PREFILL=2\"",
                                     [&c](const std::string& v) { c.tries.push_back(v); }});
   t.insert(t.begin() + 2, CliOption{{"--metric"}, "M",
                                     "what to improve: prompt, decode-code, decode-prose, decode-short,\nttft or acceptance (default: decode-code)",
