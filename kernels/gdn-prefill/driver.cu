@@ -11,7 +11,7 @@
 //   engine_ms: <case> <median> ... engine / <variant> <ratio>
 // Both variants (kernel.cuh) are checked and timed; their case names start with v1/ and v2/.
 //
-//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]
+//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1|v2] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -40,11 +40,6 @@ constexpr size_t kFlushBytes = size_t{256} << 20;  // > 4x the 60 MB L2
 void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "gdn_prefill_driver"); }
 using kernels::upload;
 
-struct Options {
-  bool bench = false, engine = true;
-  std::string filter;
-  int reps = 20;
-};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -134,18 +129,7 @@ Judged judge(const Problem& p, const std::vector<float>& out, const std::vector<
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--bench-mode") o.bench = true;
-    else if (a == "--no-engine") o.engine = false;
-    else if (a == "--filter" && i + 1 < argc) o.filter = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) o.reps = std::max(3, std::atoi(argv[++i]));
-    else {
-      std::fprintf(stderr, "usage: gdn_prefill_driver [--bench-mode] [--filter TEXT] [--reps N] [--no-engine]\n");
-      return 2;
-    }
-  }
+  const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gdn_prefill_driver");
   double min_snr = std::numeric_limits<double>::infinity();
   bool all_close = true;
   void* flush = nullptr;
@@ -167,6 +151,7 @@ int main(int argc, char** argv) {
       DeviceProblem d(p);
       std::vector<double> variant_ms;
       for (Variant var : kVariants) {
+        if (!o.variant.empty() && o.variant != variant_name(var)) continue;
         const std::string vname = std::string(variant_name(var)) + "/" + name;
         check_cuda(cudaMemset(d.out, 0xff, sizeof(float) * p.out_elems()), "poison");  // NaN: unwritten shows
         check_cuda(gdn_prefill(d.args, d.scratch, nullptr, var), vname.c_str());

@@ -40,11 +40,6 @@ constexpr double kL2Bytes = 60e6;
 void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "gemv_driver"); }
 using kernels::upload;
 
-struct Options {
-  bool bench = false, engine = true;
-  std::string filter, variant;
-  int reps = 20;
-};
 
 // The oracle for the checked rows of a shape, 8 columns; the columns of a smaller case are its
 // leading ones.
@@ -153,19 +148,7 @@ double copy_bandwidth() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--bench-mode") o.bench = true;
-    else if (a == "--no-engine") o.engine = false;
-    else if (a == "--filter" && i + 1 < argc) o.filter = argv[++i];
-    else if (a == "--variant" && i + 1 < argc) o.variant = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) o.reps = std::max(3, std::atoi(argv[++i]));
-    else {
-      std::fprintf(stderr, "usage: gemv_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]\n");
-      return 2;
-    }
-  }
+  const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gemv_driver");
   std::vector<Variant> selected;
   for (const Variant& v : variants())
     if (o.variant.empty() || o.variant == v.name) selected.push_back(v);
