@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fills .carry/ (ignored by git) with what a GPU machine without a package registry needs to build
 # and measure 1bit with CUDA: the engine's verified, patched source (scripts/engine.sh
-# --export-source), nlohmann/json's headers and CMake files, and the vocabularies that
-# `1bit synth` gives the real-size models (Llama 3 and Qwen3.5 tokenizers). Prints the build
+# --export-source), nlohmann/json's headers and CMake files, and the vocabularies `1bit synth`
+# needs for llama3-8b and qwen35-9b (the models gpu_session.sh measures). Prints the build
 # command for that machine.
 #
 #   scripts/gpu_carry.sh        (after make build here, so the engine source is cached)

@@ -10,7 +10,7 @@ target=${2:?usage: campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR}
 build=${3:?usage: campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR}
 cmake --build "$build" --target "$target" -j "$(nproc)" >/dev/null
 mkdir -p "$package/runs"
-version=$(cat "$package"/kernel*.cu | sha256sum | cut -c1-12)
+version=$(cat "$package"/*.cu "$package"/*.cuh "$package"/*.h "$package"/../common/device.cuh 2>/dev/null | sha256sum | cut -c1-12)
 log=$package/runs/$(date -u +%Y%m%dT%H%M%SZ)-$version.log
 "$build/bin/$target" --bench-mode | tee "$log"
 grep -q '^allclose: true' "$log" || { echo "campaign.sh: accuracy bar not met; nothing kept" >&2; exit 1; }

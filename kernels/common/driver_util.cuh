@@ -32,7 +32,7 @@ T* upload(const std::vector<T>& v) {
 struct DriverOptions {
   bool bench = false;   // time the real shapes (cold L2), ours and the engine's
   bool engine = true;   // time the engine's kernel too
-  std::string filter;   // only cases whose name holds this
+  std::string filter;   // only cases whose name (without the variant) holds this
   std::string variant;  // only this variant of the kernel
   int reps = 20;
 };

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
         oracle_pair(p, pair, want.back());
       }
       DeviceProblem d(p);
-      std::vector<double> variant_ms;
+      std::vector<std::pair<Variant, double>> variant_ms;
       for (Variant var : kVariants) {
         if (!o.variant.empty() && o.variant != variant_name(var)) continue;
         const std::string vname = std::string(variant_name(var)) + "/" + name;
@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
         std::printf("wall_ms: %s", vname.c_str());
         for (double t : ms) std::printf(" %.4f", t);
         const double med = median(ms);
-        variant_ms.push_back(med);
+        variant_ms.push_back({var, med});
         const double flops = 2.0 * 3.0 * s.T * s.B * s.Hv * static_cast<double>(s.S) * s.S;  // the recurrence's work
         std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", vname.c_str(), med, med * 1e3,
                     flops / (med * 1e-3) / 1e12);
@@ -202,8 +202,7 @@ int main(int argc, char** argv) {
         const double emed = median(ems);
         std::printf("engine_ms: %s %.4f  (snr attn %.1f dB, snapshots %.1f dB)", name.c_str(), emed, ej.attn.snr_db,
                     ej.snapshots.snr_db);
-        for (size_t i = 0; i < variant_ms.size(); ++i)
-          std::printf("  engine / %s %.2fx", variant_name(kVariants[i]), emed / variant_ms[i]);
+        for (const auto& [var, ms] : variant_ms) std::printf("  engine / %s %.2fx", variant_name(var), emed / ms);
         std::printf("\n");
       }
 #endif

@@ -12,7 +12,7 @@
 // Every variant of kernel.cuh is checked and timed (case names start with its name) unless
 // --variant picks one.
 //
-//   gemv_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]
+//   gemv_q4_0_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,7 +37,7 @@ namespace {
 
 constexpr double kL2Bytes = 60e6;
 
-void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "gemv_driver"); }
+void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "gemv_q4_0_driver"); }
 using kernels::upload;
 
 
@@ -148,12 +148,12 @@ double copy_bandwidth() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gemv_driver");
+  const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gemv_q4_0_driver");
   std::vector<Variant> selected;
   for (const Variant& v : variants())
     if (o.variant.empty() || o.variant == v.name) selected.push_back(v);
   if (selected.empty()) {
-    std::fprintf(stderr, "gemv_driver: no variant named %s\n", o.variant.c_str());
+    std::fprintf(stderr, "gemv_q4_0_driver: no variant named %s\n", o.variant.c_str());
     return 2;
   }
   double min_snr = std::numeric_limits<double>::infinity();
