@@ -90,10 +90,7 @@ class Server {
         throw Error("config " + c.name + ": serve exited with code " + std::to_string(child_->exit_code().value_or(-1)) +
                     " before it was ready" + (log_.empty() ? "" : " (log: " + log_ + ")") + lines);
       }
-      // Only our own serve counts: the port may have gone to another program meanwhile.
-      if (http_fetch("127.0.0.1", port_, "GET", "/health", "", {}, 2000).status == 200 &&
-          process_owns_port(child_->pid(), port_))
-        break;
+      if (child_ready_on(child_->pid(), port_)) break;
       if (Clock::now() > deadline) throw Error("config " + c.name + ": serve did not get ready in time");
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
@@ -251,12 +248,8 @@ json BenchRecord::to_json() const {
   json cs = json::array();
   for (const auto& c : configs) {
     json env = json::object();
-    std::string command;
-    for (const auto& [k, v] : c.env) {
-      env[k] = v;
-      command += k + "=" + shell_quote(v) + " ";
-    }
-    cs.push_back({{"name", c.name}, {"env", env}, {"args", c.args}, {"command", command + shell_join(c.args)}});
+    for (const auto& [k, v] : c.env) env[k] = v;
+    cs.push_back({{"name", c.name}, {"env", env}, {"args", c.args}, {"command", shell_assignments(c.env) + shell_join(c.args)}});
   }
   json ss = json::array();
   for (const auto& s : samples) ss.push_back({{"config", s.config}, {"round", s.round}, {"metric", s.metric}, {"value", s.value}});

@@ -221,9 +221,7 @@ int run(const std::vector<std::string>& args, bool tune) {
       TuneVerdict v = judge(rec, rec.configs[i].name, c.metric);
       const BenchConfig& tried = rec.configs[i];
       std::vector<std::string> engine_args(tried.args.begin() + (tried.args.empty() ? 0 : 1), tried.args.end());
-      std::string label;
-      for (const auto& [k, val] : tried.env) label += k + "=" + shell_quote(val) + " ";
-      label += shell_join(engine_args);
+      std::string label = shell_assignments(tried.env) + shell_join(engine_args);
       while (!label.empty() && label.back() == ' ') label.pop_back();
       std::cerr << "1bit tune: " << label << ": " << c.metric << " median " << v.base_median << " -> "
                 << v.median << ", gain " << v.gain * 100 << "% against noise " << v.noise * 100 << "%: "

@@ -27,4 +27,10 @@ std::string new_engine_key() {
   return key;
 }
 
+std::vector<std::pair<std::string, std::string>> with_engine_key(std::vector<std::pair<std::string, std::string>> env,
+                                                                 const std::string& key) {
+  env.push_back({kEngineKeyVariable, key});
+  return env;
+}
+
 }  // namespace onebit

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace onebit {
 
@@ -12,5 +14,9 @@ constexpr const char* kEngineKeyVariable = "LLAMA_API_KEY";
 
 // 32 hex digits from the kernel's random source. Throws Error when there is none.
 std::string new_engine_key();
+
+// What to add to an engine child's environment: `env` (its plan's) and its key.
+std::vector<std::pair<std::string, std::string>> with_engine_key(std::vector<std::pair<std::string, std::string>> env,
+                                                                 const std::string& key);
 
 }  // namespace onebit

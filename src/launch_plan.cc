@@ -140,7 +140,7 @@ std::string LaunchPlan::command_line() const {
     line = "env ";
     for (const auto& k : env_removed) line += "-u " + shell_quote(k) + " ";
   }
-  for (const auto& [k, v] : env_added) line += k + "=" + shell_quote(v) + " ";
+  line += shell_assignments(env_added);
   std::vector<std::string> words{program};
   words.insert(words.end(), args.begin(), args.end());
   return line + shell_join(words);

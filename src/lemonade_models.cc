@@ -7,7 +7,6 @@
 #include "engine_args.h"
 #include "engine_key.h"
 #include "gguf_facts.h"
-#include "http_conn.h"
 #include "launch_plan.h"
 #include "net.h"
 #include "port_owner.h"
@@ -141,9 +140,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   for (const auto& line : plan.recipe_lines()) std::cerr << "1bit lemonade: " << e.id << ": " << line.substr(11) << "\n";
   const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
   try {
-    auto env = plan.env_added;
-    env.push_back({kEngineKeyVariable, m.key});
-    m.child = spawn({plan.program, plan.args, env, plan.env_removed, log, false});
+    m.child = spawn({plan.program, plan.args, with_engine_key(plan.env_added, m.key), plan.env_removed, log, false});
   } catch (const Error& err) {
     throw fail(err.what());
   }
@@ -156,10 +153,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
       throw fail("the engine exited with code " + std::to_string(m.child->exit_code().value_or(-1)) +
                  " while loading: " + lines);
     }
-    // A 200 only counts from our own child, not from whoever else listens on the port.
-    if (http_fetch("127.0.0.1", m.port, "GET", "/health", "", {}, 2000).status == 200 &&
-        process_owns_port(m.child->pid(), m.port))
-      return true;
+    if (child_ready_on(m.child->pid(), m.port)) return true;
     if (Clock::now() > deadline) {
       m.child->stop();
       throw fail("the engine did not load within " + std::to_string(static_cast<int>(config_.load_timeout_s)) + " s");
@@ -197,7 +191,6 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   m->key = new_engine_key();
   // The port was free when picked, but another program (or another 1bit) may take it before our
   // engine binds it; then the engine exits at once and the load is tried again on a fresh port.
-  constexpr int kPortAttempts = 5;
   for (int attempt = 1;; ++attempt) {
     m->port = free_port_from(8001);
     if (launch_backend(e, o, facts, device, *m)) break;

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "http_conn.h"
+
 namespace onebit {
 namespace {
 
@@ -59,5 +61,9 @@ bool process_owns_port(pid_t pid, int port) {
 }
 
 bool port_has_listener(int port) { return !listening_socket_inodes(port).empty(); }
+
+bool child_ready_on(pid_t pid, int port) {
+  return http_fetch("127.0.0.1", port, "GET", "/health", "", {}, 2000).status == 200 && process_owns_port(pid, port);
+}
 
 }  // namespace onebit

@@ -19,7 +19,6 @@
 #include "engine_key.h"
 #include "error.h"
 #include "gguf_facts.h"
-#include "http_conn.h"
 #include "launch_plan.h"
 #include "long_route.h"
 #include "net.h"
@@ -34,8 +33,6 @@ namespace onebit {
 namespace {
 
 constexpr auto kHealthPoll = std::chrono::milliseconds(250);
-// How often an engine starts on a fresh port when another program took its port first.
-constexpr int kPortAttempts = 5;
 
 // One engine child and what serve knows about it.
 struct Engine {
@@ -94,11 +91,7 @@ bool wait_until_ready(std::vector<Engine>& engines, double timeout_s, const sigs
         all = false;
         continue;
       }
-      if (!e.ready) {
-        // A 200 only counts from our own child: the port may have gone to another program.
-        HttpResult r = http_fetch("127.0.0.1", e.port, "GET", "/health", "", {}, 2000);
-        e.ready = r.status == 200 && process_owns_port(e.child->pid(), e.port);
-      }
+      if (!e.ready) e.ready = child_ready_on(e.child->pid(), e.port);
       all = all && e.ready;
     }
     if (all) return true;
@@ -193,9 +186,8 @@ int serve(const ServeOptions& o) {
   proxy.start();
 
   auto start_child = [&](Engine& e) {
-    auto env = e.plan.env_added;
-    env.push_back({kEngineKeyVariable, e.key});
-    e.child = ChildProcess::start({e.plan.program, e.plan.args, env, e.plan.env_removed, o.engine_log, o.verbose});
+    e.child = ChildProcess::start({e.plan.program, e.plan.args, with_engine_key(e.plan.env_added, e.key),
+                                   e.plan.env_removed, o.engine_log, o.verbose});
   };
   for (Engine& e : engines) start_child(e);
   // Another program took an engine's port before the engine bound it: start it again elsewhere.

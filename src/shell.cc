@@ -33,6 +33,12 @@ std::string shell_join(const std::vector<std::string>& words) {
   return out;
 }
 
+std::string shell_assignments(const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string out;
+  for (const auto& [k, v] : env) out += k + "=" + shell_quote(v) + " ";
+  return out;
+}
+
 std::vector<std::string> shell_split(const std::string& text) {
   std::vector<std::string> words;
   std::string cur;
