@@ -28,6 +28,12 @@ T* upload(const std::vector<T>& v) {
   return d;
 }
 
+// The middle value (the upper one of an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]
 struct DriverOptions {
   bool bench = false;   // time the real shapes (cold L2), ours and the engine's

@@ -17,9 +17,7 @@ int main() {
   int failures = 0;
   double min_snr = std::numeric_limits<double>::infinity();
   bool all_close = true;
-  auto judge = [&](const std::string& name, const std::vector<double>& want, const std::vector<float>& got,
-                   const char* what) {
-    Accuracy a = compare(want, got);
+  auto report = [&](const std::string& name, const Accuracy& a, const char* what) {
     std::printf("case %-36s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), what,
                 a.snr_db, a.max_abs_err, a.finite, a.allclose);
     min_snr = std::min(min_snr, a.snr_db);
@@ -44,14 +42,13 @@ int main() {
           }));
         for (auto& f : work) {
           const auto [w, g] = f.get();
-          want_all.attn.insert(want_all.attn.end(), w.attn.begin(), w.attn.end());
-          want_all.snapshots.insert(want_all.snapshots.end(), w.snapshots.begin(), w.snapshots.end());
-          got_all.attn.insert(got_all.attn.end(), g.attn.begin(), g.attn.end());
-          got_all.snapshots.insert(got_all.snapshots.end(), g.snapshots.begin(), g.snapshots.end());
+          append(want_all, w);
+          append(got_all, g);
         }
         const std::string name = case_name(s, m) + "-c" + std::to_string(chunk);
-        judge(name, want_all.attn, got_all.attn, "attn");
-        judge(name, want_all.snapshots, got_all.snapshots, "snapshots");
+        const Judged j = judge(want_all, got_all);
+        report(name, j.attn, "attn");
+        report(name, j.snapshots, "snapshots");
       }
     }
   }

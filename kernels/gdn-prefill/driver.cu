@@ -41,10 +41,7 @@ void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, 
 using kernels::upload;
 
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kernels::median;
 
 // The problem on the device, contiguous, as the engine lays it out.
 struct DeviceProblem {
@@ -106,26 +103,6 @@ class EngineOp {
 };
 #endif
 
-struct Judged {
-  Accuracy attn, snapshots;
-};
-
-// Compares the checked pairs of a whole output with the oracle.
-Judged judge(const Problem& p, const std::vector<float>& out, const std::vector<PairOutput<double>>& want) {
-  std::vector<double> wa, ws;
-  std::vector<float> ga, gs;
-  PairOutput<float> got;
-  const std::vector<Pair> pairs = checked_pairs(p.shape);
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    gather_pair(p, out, pairs[i], got);
-    wa.insert(wa.end(), want[i].attn.begin(), want[i].attn.end());
-    ws.insert(ws.end(), want[i].snapshots.begin(), want[i].snapshots.end());
-    ga.insert(ga.end(), got.attn.begin(), got.attn.end());
-    gs.insert(gs.end(), got.snapshots.begin(), got.snapshots.end());
-  }
-  return {compare(wa, ga), compare(ws, gs)};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,11 +120,7 @@ int main(int argc, char** argv) {
       const std::string name = case_name(s, m);
       if (!o.filter.empty() && name.find(o.filter) == std::string::npos) continue;
       const Problem p = make_problem(s, m, 1);
-      std::vector<PairOutput<double>> want;
-      for (Pair pair : checked_pairs(s)) {
-        want.emplace_back();
-        oracle_pair(p, pair, want.back());
-      }
+      const PairOutput<double> want = oracle_checked(p);
       DeviceProblem d(p);
       std::vector<std::pair<Variant, double>> variant_ms;
       for (Variant var : kVariants) {
@@ -158,7 +131,7 @@ int main(int argc, char** argv) {
         check_cuda(cudaDeviceSynchronize(), vname.c_str());
         std::vector<float> out(static_cast<size_t>(p.out_elems()));
         check_cuda(cudaMemcpy(out.data(), d.out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
-        const Judged j = judge(p, out, want);
+        const Judged j = judge(want, gather_checked(p, out));
         for (const auto& [what, a] : {std::pair<const char*, Accuracy>{"attn", j.attn}, {"snapshots", j.snapshots}}) {
           std::printf("case %-40s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", vname.c_str(), what,
                       a.snr_db, a.max_abs_err, a.finite, a.allclose);
@@ -198,7 +171,7 @@ int main(int argc, char** argv) {
           check_cuda(cudaDeviceSynchronize(), "flush");
           ems.push_back(engine.run());
         }
-        const Judged ej = judge(p, engine.result(), want);
+        const Judged ej = judge(want, gather_checked(p, engine.result()));
         const double emed = median(ems);
         std::printf("engine_ms: %s %.4f  (snr attn %.1f dB, snapshots %.1f dB)", name.c_str(), emed, ej.attn.snr_db,
                     ej.snapshots.snr_db);

@@ -24,64 +24,54 @@ int main() {
   const cuda_emu::Order orders[] = {cuda_emu::Order::kForward, cuda_emu::Order::kReverse, cuda_emu::Order::kShuffled};
   for (const Shape& s : shapes()) {
     if (s.large) continue;
-    for (Mode m : all_modes())
-    for (Variant var : kVariants) {
-      const std::string name = std::string(variant_name(var)) + "/" + case_name(s, m);
+    for (Mode m : all_modes()) {
       const Problem p = make_problem(s, m, 1);
-      std::vector<float> first;
-      for (cuda_emu::Order order : orders) {
-        std::vector<float> out(static_cast<size_t>(p.out_elems()), kUnwritten);
-        const GdnArgs a = contiguous_args(s, p.q.data(), p.k.data(), p.v.data(), p.g.data(), p.beta.data(),
-                                          p.state.data(), out.data());
-        std::vector<double> scratch(gdn_prefill_scratch_bytes(a) / sizeof(double) + 1);
-        cuda_emu::set_order(order, 7);
-        cuda_emu::clear_problems();
-        cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
-        if (e == cudaSuccess) e = cudaGetLastError();
-        if (e != cudaSuccess || !cuda_emu::problems().empty()) {
-          std::printf("case %s: %s\n%s", name.c_str(), cudaGetErrorString(e), cuda_emu::problems().c_str());
-          ++failures;
-          break;
-        }
-        if (first.empty()) {
-          first = out;
-          continue;
-        }
-        if (std::memcmp(first.data(), out.data(), out.size() * sizeof(float)) != 0) {
-          std::printf("case %s: results depend on the order of the threads (a shared-memory race)\n", name.c_str());
-          ++failures;
-        }
-      }
-      if (first.empty()) continue;
-      // Slots the op must not write (K > T) keep what the caller had there.
-      for (int slot = written_slots(s); slot < s.K; ++slot)
-        for (int64_t i = 0; i < p.snapshot_elems(); ++i)
-          if (first[static_cast<size_t>(p.attn_elems() + slot * p.snapshot_elems() + i)] != kUnwritten) {
-            std::printf("case %s: snapshot slot %d was written, though only %d are\n", name.c_str(), slot,
-                        written_slots(s));
+      const PairOutput<double> want = oracle_checked(p);
+      for (Variant var : kVariants) {
+        const std::string name = std::string(variant_name(var)) + "/" + case_name(s, m);
+        std::vector<float> first;
+        for (cuda_emu::Order order : orders) {
+          std::vector<float> out(static_cast<size_t>(p.out_elems()), kUnwritten);
+          const GdnArgs a = contiguous_args(s, p.q.data(), p.k.data(), p.v.data(), p.g.data(), p.beta.data(),
+                                            p.state.data(), out.data());
+          std::vector<double> scratch(gdn_prefill_scratch_bytes(a) / sizeof(double) + 1);
+          cuda_emu::set_order(order, 7);
+          cuda_emu::clear_problems();
+          cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
+          if (e == cudaSuccess) e = cudaGetLastError();
+          if (e != cudaSuccess || !cuda_emu::problems().empty()) {
+            std::printf("case %s: %s\n%s", name.c_str(), cudaGetErrorString(e), cuda_emu::problems().c_str());
             ++failures;
-            slot = s.K;
             break;
           }
-      std::vector<double> want_attn, want_snap;
-      std::vector<float> got_attn, got_snap;
-      PairOutput<double> w;
-      PairOutput<float> g;
-      for (Pair pair : checked_pairs(s)) {
-        oracle_pair(p, pair, w);
-        gather_pair(p, first, pair, g);
-        want_attn.insert(want_attn.end(), w.attn.begin(), w.attn.end());
-        want_snap.insert(want_snap.end(), w.snapshots.begin(), w.snapshots.end());
-        got_attn.insert(got_attn.end(), g.attn.begin(), g.attn.end());
-        got_snap.insert(got_snap.end(), g.snapshots.begin(), g.snapshots.end());
-      }
-      for (const auto& [what, acc] : {std::pair<const char*, Accuracy>{"attn", compare(want_attn, got_attn)},
-                                      {"snapshots", compare(want_snap, got_snap)}}) {
-        std::printf("case %-36s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), what,
-                    acc.snr_db, acc.max_abs_err, acc.finite, acc.allclose);
-        min_snr = std::min(min_snr, acc.snr_db);
-        all_close = all_close && acc.allclose;
-        if (acc.snr_db < kSnrBarDb || !acc.finite) ++failures;
+          if (first.empty()) {
+            first = out;
+            continue;
+          }
+          if (std::memcmp(first.data(), out.data(), out.size() * sizeof(float)) != 0) {
+            std::printf("case %s: results depend on the order of the threads (a shared-memory race)\n", name.c_str());
+            ++failures;
+          }
+        }
+        if (first.empty()) continue;
+        // Slots the op must not write (K > T) keep what the caller had there.
+        for (int slot = written_slots(s); slot < s.K; ++slot)
+          for (int64_t i = 0; i < p.snapshot_elems(); ++i)
+            if (first[static_cast<size_t>(p.attn_elems() + slot * p.snapshot_elems() + i)] != kUnwritten) {
+              std::printf("case %s: snapshot slot %d was written, though only %d are\n", name.c_str(), slot,
+                          written_slots(s));
+              ++failures;
+              slot = s.K;
+              break;
+            }
+        const Judged j = judge(want, gather_checked(p, first));
+        for (const auto& [what, acc] : {std::pair<const char*, Accuracy>{"attn", j.attn}, {"snapshots", j.snapshots}}) {
+          std::printf("case %-36s %-9s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), what,
+                      acc.snr_db, acc.max_abs_err, acc.finite, acc.allclose);
+          min_snr = std::min(min_snr, acc.snr_db);
+          all_close = all_close && acc.allclose;
+          if (acc.snr_db < kSnrBarDb || !acc.finite) ++failures;
+        }
       }
     }
   }

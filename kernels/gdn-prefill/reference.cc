@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cases.h"
+
 namespace gdn {
 
 int written_slots(const Shape& s) { return s.K == 1 ? 1 : static_cast<int>(std::min<int64_t>(s.T, s.K)); }
@@ -147,6 +149,24 @@ void gather_pair(const Problem& p, const std::vector<float>& out, Pair pair, Pai
     const float* src = &out[static_cast<size_t>(p.snapshot_at(slot, pair.b, pair.h))];
     std::copy(src, src + S * S, got.snapshots.begin() + static_cast<size_t>(slot) * S * S);
   }
+}
+
+PairOutput<double> oracle_checked(const Problem& p) {
+  PairOutput<double> all, one;
+  for (Pair pair : checked_pairs(p.shape)) {
+    oracle_pair(p, pair, one);
+    append(all, one);
+  }
+  return all;
+}
+
+PairOutput<float> gather_checked(const Problem& p, const std::vector<float>& out) {
+  PairOutput<float> all, one;
+  for (Pair pair : checked_pairs(p.shape)) {
+    gather_pair(p, out, pair, one);
+    append(all, one);
+  }
+  return all;
 }
 
 }  // namespace gdn

@@ -27,6 +27,21 @@ struct PairOutput {
   std::vector<T> snapshots;
 };
 
+// Appends one pair's outputs to those of the pairs before it.
+template <typename T>
+void append(PairOutput<T>& all, const PairOutput<T>& one) {
+  all.attn.insert(all.attn.end(), one.attn.begin(), one.attn.end());
+  all.snapshots.insert(all.snapshots.end(), one.snapshots.begin(), one.snapshots.end());
+}
+
+// Attention outputs and snapshots, each judged against the oracle.
+struct Judged {
+  Accuracy attn, snapshots;
+};
+inline Judged judge(const PairOutput<double>& want, const PairOutput<float>& got) {
+  return {compare(want.attn, got.attn), compare(want.snapshots, got.snapshots)};
+}
+
 // How many snapshot slots the op writes: 1 for K == 1, else min(T, K).
 int written_slots(const Shape& s);
 
@@ -34,5 +49,10 @@ void oracle_pair(const Problem& p, Pair pair, PairOutput<double>& out);
 void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& out);
 // A pair's outputs taken from a whole output buffer in the engine's layout.
 void gather_pair(const Problem& p, const std::vector<float>& out, Pair pair, PairOutput<float>& got);
+
+// The oracle on every checked pair of the problem (cases.h), and a whole output's checked pairs,
+// each concatenated in checked_pairs() order.
+PairOutput<double> oracle_checked(const Problem& p);
+PairOutput<float> gather_checked(const Problem& p, const std::vector<float>& out);
 
 }  // namespace gdn

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "reference.h"
+
 namespace gemv {
 
 const std::vector<Shape>& shapes() {
@@ -34,6 +36,31 @@ std::vector<std::pair<int64_t, int64_t>> checked_rows(const Shape& s) {
 
 std::string case_name(const Shape& s, Mode m, int cols) {
   return std::string(s.name) + "/" + mode_name(m) + "/n" + std::to_string(cols);
+}
+
+Expected expected_for(const Shape& s, const Problem& p) {
+  Expected e;
+  e.rows = checked_rows(s);
+  e.per_col.assign(static_cast<size_t>(p.cols), {});
+  std::vector<double> part;
+  for (auto [r0, r1] : e.rows) {
+    oracle_rows(p, r0, r1, part);
+    const int64_t n = r1 - r0;
+    for (int c = 0; c < p.cols; ++c)
+      e.per_col[c].insert(e.per_col[c].end(), part.begin() + c * n, part.begin() + (c + 1) * n);
+  }
+  return e;
+}
+
+void gather(const Expected& e, const std::vector<float>& out, int64_t rows, int cols, std::vector<double>& want,
+            std::vector<float>& got) {
+  want.clear();
+  got.clear();
+  for (int c = 0; c < cols; ++c) {
+    want.insert(want.end(), e.per_col[c].begin(), e.per_col[c].end());
+    for (auto [r0, r1] : e.rows)
+      for (int64_t r = r0; r < r1; ++r) got.push_back(out[static_cast<size_t>(c * rows + r)]);
+  }
 }
 
 }  // namespace gemv

@@ -25,4 +25,16 @@ std::vector<std::pair<int64_t, int64_t>> checked_rows(const Shape& s);
 
 std::string case_name(const Shape& s, Mode m, int cols);
 
+// The oracle for the checked rows of a shape, all of the problem's columns; a case with fewer
+// columns uses the leading ones.
+struct Expected {
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  std::vector<std::vector<double>> per_col;  // [col] -> values over the checked rows
+};
+Expected expected_for(const Shape& s, const Problem& p);
+
+// The checked rows of a result out[c * rows + r], the first `cols` columns, beside the oracle's.
+void gather(const Expected& e, const std::vector<float>& out, int64_t rows, int cols, std::vector<double>& want,
+            std::vector<float>& got);
+
 }  // namespace gemv

@@ -41,39 +41,6 @@ void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, 
 using kernels::upload;
 
 
-// The oracle for the checked rows of a shape, 8 columns; the columns of a smaller case are its
-// leading ones.
-struct Expected {
-  std::vector<std::pair<int64_t, int64_t>> rows;
-  std::vector<std::vector<double>> per_col;  // [col] -> values over the checked rows
-};
-
-Expected expected_for(const Shape& s, const Problem& p) {
-  Expected e;
-  e.rows = checked_rows(s);
-  e.per_col.assign(8, {});
-  std::vector<double> part;
-  for (auto [r0, r1] : e.rows) {
-    oracle_rows(p, r0, r1, part);
-    const int64_t n = r1 - r0;
-    for (int c = 0; c < p.cols; ++c)
-      e.per_col[c].insert(e.per_col[c].end(), part.begin() + c * n, part.begin() + (c + 1) * n);
-  }
-  return e;
-}
-
-// The checked rows of a device result out[c * rows + r], the first `cols` columns.
-void gather(const Expected& e, const std::vector<float>& out, int64_t rows, int cols, std::vector<double>& want,
-            std::vector<float>& got) {
-  want.clear();
-  got.clear();
-  for (int c = 0; c < cols; ++c) {
-    want.insert(want.end(), e.per_col[c].begin(), e.per_col[c].end());
-    for (auto [r0, r1] : e.rows)
-      for (int64_t r = r0; r < r1; ++r) got.push_back(out[static_cast<size_t>(c * rows + r)]);
-  }
-}
-
 #ifndef GEMV_NO_ENGINE
 // The engine's MUL_MAT (MMVQ for these column counts) on the same weights, through ggml.
 class EngineMatmul {
@@ -116,10 +83,7 @@ class EngineMatmul {
 };
 #endif
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kernels::median;
 
 // Device-to-device copy bandwidth (bytes read + written per second), the ceiling to compare with.
 double copy_bandwidth() {

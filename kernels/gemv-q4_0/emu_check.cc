@@ -26,17 +26,8 @@ int main() {
     if (s.large && s.rows * s.k > int64_t{1024} * 4096) continue;
     for (Mode m : all_modes()) {
       const Problem p = make_problem(s.name, s.rows, s.k, 8, m, 1);
+      const Expected expected = expected_for(s, p);
       for (int cols = 1; cols <= 8; ++cols) {
-        // Column by column, each over the checked rows (oracle_rows gives all 8 columns of a range).
-        const auto ranges = checked_rows(s);
-        std::vector<std::vector<double>> parts(ranges.size());
-        for (size_t i = 0; i < ranges.size(); ++i) oracle_rows(p, ranges[i].first, ranges[i].second, parts[i]);
-        std::vector<double> want;
-        for (int c = 0; c < cols; ++c)
-          for (size_t i = 0; i < ranges.size(); ++i) {
-            const int64_t n = ranges[i].second - ranges[i].first;
-            want.insert(want.end(), parts[i].begin() + c * n, parts[i].begin() + (c + 1) * n);
-          }
         for (const Variant& var : variants()) {
           const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
           std::vector<float> first;
@@ -58,10 +49,9 @@ int main() {
             }
           }
           if (first.empty()) continue;
+          std::vector<double> want;
           std::vector<float> got;
-          for (int c = 0; c < cols; ++c)
-            for (auto [r0, r1] : checked_rows(s))
-              for (int64_t r = r0; r < r1; ++r) got.push_back(first[static_cast<size_t>(c * s.rows + r)]);
+          gather(expected, first, s.rows, cols, want, got);
           const Accuracy a = compare(want, got);
           std::printf("case %-44s snr %7.1f dB  max_abs_err %.3g  finite %d  allclose %d\n", name.c_str(), a.snr_db,
                       a.max_abs_err, a.finite, a.allclose);
