@@ -10,22 +10,24 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 carry=$root/.carry
 rm -rf "$carry"
-mkdir -p "$carry/nlohmann/include" "$carry/nlohmann/share/cmake" "$carry/vocab"
+mkdir -p "$carry/nlohmann/include" "$carry/nlohmann/share/cmake"
 
 "$root/scripts/engine.sh" --export-source "$carry/engine-src.tar.xz"
 
-json_header=$(echo '#include <nlohmann/json.hpp>' | c++ -x c++ -E -M - 2>/dev/null | tr ' \\' '\n\n' | grep -m1 'nlohmann/json.hpp$') \
-  || { echo "gpu_carry: nlohmann/json is not installed here (scripts/setup.sh installs it)" >&2; exit 1; }
+json_header=$(echo '#include <nlohmann/json.hpp>' | c++ -x c++ -E -M - 2>/dev/null | tr ' \\' '\n\n' | awk '/nlohmann\/json\.hpp$/ && !found { print; found = 1 }')
+[ -n "$json_header" ] || { echo "gpu_carry: nlohmann/json is not installed here (scripts/setup.sh installs it)" >&2; exit 1; }
 cp -r "$(dirname "$json_header")" "$carry/nlohmann/include/"
 for d in /usr/share/cmake/nlohmann_json /usr/lib/cmake/nlohmann_json /usr/lib/x86_64-linux-gnu/cmake/nlohmann_json; do
   [ -d "$d" ] && { cp -r "$d" "$carry/nlohmann/share/cmake/"; break; }
 done
 [ -d "$carry/nlohmann/share/cmake/nlohmann_json" ] || { echo "gpu_carry: nlohmann_json's CMake files not found" >&2; exit 1; }
 
+# Compressed: the whole tree that travels must stay under 64 MiB.
 vocab_dir=$("$root/scripts/engine.sh")/src/models
-for v in llama-bpe qwen35; do cp "$vocab_dir/ggml-vocab-$v.gguf" "$carry/vocab/"; done
+tar -C "$vocab_dir" -cJf "$carry/vocab.tar.xz" ggml-vocab-llama-bpe.gguf ggml-vocab-qwen35.gguf
 
 echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (carry .carry):"
 echo "  CMAKE_PREFIX_PATH=\$PWD/.carry/nlohmann ONEBIT_LLAMA_SOURCE=\$PWD/.carry/engine-src.tar.xz \\"
 echo "    ONEBIT_CACHE_DIR=/tmp/c JOBS=\$(nproc) make build CUDA=1"
-echo "  build/bin/1bit synth --like qwen35-9b --vocab-dir .carry/vocab -o /tmp/q35.gguf ..."
+echo "  mkdir /tmp/vocab && tar -C /tmp/vocab -xJf .carry/vocab.tar.xz"
+echo "  build/bin/1bit synth --like qwen35-9b --vocab-dir /tmp/vocab -o /tmp/q35.gguf ..."

@@ -4,11 +4,18 @@
 # to $OUT (default ./gpu-out).
 #
 #   scripts/gpu_session.sh build     the engine and 1bit with CUDA (about 6 minutes with 16 cores)
+#   scripts/gpu_session.sh build-bg  the same in the background (it outlives the call while the
+#                                    machine is held); `wait-build` waits for it
+#   scripts/gpu_session.sh quick     the drivers built here without the engine
+#                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
 #   scripts/gpu_session.sh kernels   both kernel drivers with --bench-mode, and ctest -L cuda
 #                                    (the drivers' checks and the engine's test-backend-ops)
 #   scripts/gpu_session.sh e2e       llama-bench with each engine switch off and on, on
 #                                    synthetic real-size models: pp2048 on a Qwen3.5-style hybrid
 #                                    (gdn-prefill), tg128 on Llama 3 8B Q4_0 (gemv-q4_0)
+#   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
+#                                    ubatches) and on the hybrid (the gdn-prefill switch), and
+#                                    llama-bench on the same files
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -17,12 +24,40 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|kernels|e2e}
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|kernels|e2e|tune}
+hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
+synth_models() {
+  local vocab=/tmp/onebit-vocab
+  [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
+  [ -f "$hybrid" ] || "$bin/1bit" synth --like qwen35-9b --type q4_0 --vocab-dir $vocab -o "$hybrid" >/dev/null
+  [ -f "$llama" ] || "$bin/1bit" synth --like llama3-8b --type q4_0 --vocab-dir $vocab -o "$llama" >/dev/null
+}
 
 case $stage in
   build)
     { time JOBS=$(nproc) make build CUDA=1; } >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log"; exit 1; }
     tail -n 3 "$out/build.log"
+    ;;
+  build-bg)
+    rm -f /tmp/onebit-build.done
+    # Its own OUT: this call's $OUT is emptied before the next call.
+    OUT=/tmp/onebit-bg setsid nohup bash -c "\"$0\" build >/tmp/onebit-build.out 2>&1; echo \$? >/tmp/onebit-build.done" \
+      >/dev/null 2>&1 &
+    echo "build started in the background"
+    ;;
+  wait-build)
+    while [ ! -f /tmp/onebit-build.done ]; do sleep 2; done
+    cp /tmp/onebit-bg/build.log "$out/" 2>/dev/null || true
+    tail -n 3 /tmp/onebit-build.out
+    exit "$(cat /tmp/onebit-build.done)"
+    ;;
+  quick)
+    for d in gdn_prefill_driver gemv_q4_0_driver; do
+      .gpu/$d --bench-mode --reps 10 >"$out/$d-quick.log" 2>&1 || true
+      grep -hE '^(SNR|allclose):' "$out/$d-quick.log"
+    done
+    grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
+    grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
     ;;
   kernels)
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1 || true
@@ -34,21 +69,30 @@ case $stage in
     tail -n 8 "$out/ctest-cuda.log"
     ;;
   e2e)
-    hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
-    [ -f "$hybrid" ] || "$bin/1bit" synth --like qwen35-9b --type q4_0 --vocab-dir .carry/vocab -o "$hybrid" >/dev/null
-    [ -f "$llama" ] || "$bin/1bit" synth --like llama3-8b --type q4_0 --vocab-dir .carry/vocab -o "$llama" >/dev/null
+    synth_models
     for switch in "" ONEBIT_GDN_PREFILL=1 ONEBIT_GDN_PREFILL=2; do
       echo "== ${switch:-no switch}: pp2048 on the hybrid"
       env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md
     done >"$out/e2e-gdn.md" 2>&1
-    for switch in "" ONEBIT_GEMV_Q4_0=1; do
+    for switch in "" ONEBIT_GEMV_Q4_0=v2 ONEBIT_GEMV_Q4_0=v3 ONEBIT_GEMV_Q4_0=v3-wide ONEBIT_GEMV_Q4_0=v3-tall; do
       echo "== ${switch:-no switch}: tg128 on Llama 3 8B Q4_0"
       env $switch "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 3 -fa 1 -o md
     done >"$out/e2e-gemv.md" 2>&1
     cat "$out/e2e-gdn.md" "$out/e2e-gemv.md" | grep -E '^==|\| (pp|tg)'
     ;;
+  tune)
+    synth_models
+    bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)
+    "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" --metric prompt "${bench_opts[@]}" \
+      --json "$out/tune-llama.json" --html "$out/tune-llama.html" >"$out/tune-llama.txt" 2>"$out/tune-llama.err" || true
+    "$bin/llama-bench" -m "$llama" -p 1800 -n 128 -ub 512,1024,2048 -fa 0,1 -r 3 -o md >"$out/llama-bench.md" 2>&1 || true
+    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --metric prompt "${bench_opts[@]}" \
+      --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
+    cat "$out/tune-llama.txt" "$out/tune-hybrid.txt"
+    grep -E '^\|' "$out/llama-bench.md"
+    ;;
   *)
-    echo "usage: gpu_session.sh build|kernels|e2e" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|kernels|e2e|tune" >&2
     exit 2
     ;;
 esac

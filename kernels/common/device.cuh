@@ -6,10 +6,15 @@
 //   mma_tf32_m16n8k8(d, a0..a3, b0, b1, c)  the TF32 one: operands are floats already rounded to
 //                                           TF32 (to_tf32), accumulation in float
 //   to_tf32(x)                              x rounded to TF32 (cvt.rna.tf32.f32), as a float
+//   copy_async_16(dst, src), copy_async_4    cp.async of 16 or 4 bytes, global to shared
+//   async_commit(), async_wait<N>()          close a group of them; wait until at most N groups
+//                                            are in flight (then __syncthreads to share them)
+//   allow_dynamic_shared(kernel, bytes, done)   the shared-memory opt-in, once per device
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #ifdef CUDA_EMU
@@ -27,6 +32,13 @@ inline void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float 
   ::cuda_emu::mma_tf32_m16n8k8(d, a0, a1, a2, a3, b0, b1, c);
 }
 inline float to_tf32(float x) { return ::cuda_emu::round_to_tf32(x); }
+inline void copy_async_16(void* dst, const void* src) { ::cuda_emu::copy_async(dst, src, 16); }
+inline void copy_async_4(void* dst, const void* src) { ::cuda_emu::copy_async(dst, src, 4); }
+inline void async_commit() { ::cuda_emu::copy_async_commit(); }
+template <int N>
+inline void async_wait() {
+  ::cuda_emu::copy_async_wait(N);
+}
 
 #else
 
@@ -59,4 +71,33 @@ __device__ __forceinline__ float to_tf32(float x) {
   return __uint_as_float(r);
 }
 
+__device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copy_async_4(void* dst, const void* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
 #endif
+
+// cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) on the current device unless
+// `done` (the caller's static, one per kernel) says it was set there already: the call costs host
+// time on every launch otherwise, and a short kernel's launches come back to back.
+template <typename Kernel>
+inline cudaError_t allow_dynamic_shared(Kernel* kernel, int bytes, std::atomic<uint64_t>& done) {
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return cudaSuccess;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
+  return e;
+}

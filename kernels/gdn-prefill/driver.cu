@@ -26,7 +26,7 @@
 #include "kernel.cuh"
 #include "kernel_config.h"
 #include "launch_args.h"
-#ifndef GDN_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
+#ifndef KERNELS_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
 #include "engine_graph.h"
 #endif
 #include "reference.h"
@@ -66,7 +66,7 @@ struct DeviceProblem {
   GdnArgs args;
 };
 
-#ifndef GDN_NO_ENGINE
+#ifndef KERNELS_NO_ENGINE
 // The engine's GATED_DELTA_NET on the same inputs, through ggml's CUDA backend.
 class EngineOp {
  public:
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", vname.c_str(), med, med * 1e3,
                     flops / (med * 1e-3) / 1e12);
       }
-#ifndef GDN_NO_ENGINE
+#ifndef KERNELS_NO_ENGINE
       if (o.engine && !variant_ms.empty()) {
         EngineOp engine(p);
         engine.run();

@@ -10,6 +10,10 @@
 //   scan  grid (S / 32, Hv, B): a CTA owns 32 value columns of one head's state (columns of the
 //         delta rule are independent) and walks the chunks in order:
 //         U = U' - W S;  O = scale (e^{G} Q S + P U);  snapshots;  S <- e^{G_last} S + K~^T U.
+//
+// Both kernels move their inputs with cp.async, every load of a chunk in flight at once: with one
+// CTA per SM nothing else hides a global load's latency. The scan streams the next chunk's W and
+// U' while it computes O, its Q and P while it updates the state, and its K during the next U.
 #include "device.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
@@ -52,24 +56,30 @@ Scratch carve(const GdnArgs& a, void* base) {
 }
 
 
-// d += a b on TF32 tensor cores with float accuracy: a = ah + al and b = bh + bl with every part
-// a TF32 value, and d += al bh + ah bl + ah bh (al bl is below float's precision).
-__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const float (&a)[4], const float (&b)[2]) {
-  float ah[4], al[4], bh[2], bl[2];
+// a b on TF32 tensor cores with float accuracy: a = ah + al and b = bh + bl with every part a
+// TF32 value, and a b = ah bh + al bh + ah bl (al bl is below float's precision). The three
+// products go to three accumulators: chained into one, each mma would wait for the one before
+// (tens of cycles apiece), and these loops are short of independent work.
+struct Acc3 {
+  float hh[4] = {}, lh[4] = {}, hl[4] = {};
+  __device__ __forceinline__ void add(const float (&a)[4], const float (&b)[2]) {
+    float ah[4], al[4], bh[2], bl[2];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    ah[i] = to_tf32(a[i]);
-    al[i] = to_tf32(a[i] - ah[i]);
-  }
+    for (int i = 0; i < 4; ++i) {
+      ah[i] = to_tf32(a[i]);
+      al[i] = to_tf32(a[i] - ah[i]);
+    }
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    bh[i] = to_tf32(b[i]);
-    bl[i] = to_tf32(b[i] - bh[i]);
+    for (int i = 0; i < 2; ++i) {
+      bh[i] = to_tf32(b[i]);
+      bl[i] = to_tf32(b[i] - bh[i]);
+    }
+    mma_tf32_m16n8k8(lh, al[0], al[1], al[2], al[3], bh[0], bh[1], lh);
+    mma_tf32_m16n8k8(hl, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], hl);
+    mma_tf32_m16n8k8(hh, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], hh);
   }
-  mma_tf32_m16n8k8(d, al[0], al[1], al[2], al[3], bh[0], bh[1], d);
-  mma_tf32_m16n8k8(d, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], d);
-  mma_tf32_m16n8k8(d, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], d);
-}
+  __device__ __forceinline__ float sum(int e) const { return hh[e] + (lh[e] + hl[e]); }
+};
 
 // Fragments of mma.m16n8k8 (PTX ISA): with r = lane / 4 and q = lane % 4, A holds (r, q),
 // (r + 8, q), (r, q + 4), (r + 8, q + 4); B holds (q, r), (q + 4, r); C holds (r, 2q), (r, 2q + 1),
@@ -93,35 +103,58 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
 }
 
 // acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j = 0, 1, on
-// tensor cores: a chunk's rows (W, Q) times the state tile, or P times U.
+// tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. k_end is a multiple of
+// 16: even and odd k steps go to separate accumulators, for twice the independent work.
 template <int kLdA, int kLdB>
 __device__ __forceinline__ void mma_rows(float (&acc)[2][4], const float* a, const float* b, int row0, int tile0,
                                          int k_end, int lane) {
-  for (int k0 = 0; k0 < k_end; k0 += 8) {
-    float fa[4];
-    load_a(fa, a, kLdA, row0, k0, lane);
+  Acc3 part[2][2];  // [k step parity][j]
+  for (int k0 = 0; k0 < k_end; k0 += 16) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      float fb[2];
-      load_b(fb, b, kLdB, k0, 8 * (tile0 + j), lane);
-      mma_3xtf32(acc[j], fa, fb);
+    for (int p = 0; p < 2; ++p) {
+      float fa[4];
+      load_a(fa, a, kLdA, row0, k0 + 8 * p, lane);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float fb[2];
+        load_b(fb, b, kLdB, k0 + 8 * p, 8 * (tile0 + j), lane);
+        part[p][j].add(fa, fb);
+      }
     }
   }
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] += part[0][j].sum(e) + part[1][j].sum(e);
 }
 
-// C rows of D floats from global memory (token_stride apart) into shared rows `ld` apart; rows
-// from n on are zero.
-template <int D>
-__device__ __forceinline__ void load_rows(float* dst, int ld, const float* src, int64_t token_stride, int n) {
-  for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-    const int t = idx / D, i = idx % D;
-    dst[t * ld + i] = t < n ? src[t * token_stride + i] : 0.0f;
+// Rows [0, C) of kCols floats, src_stride apart in global memory, into shared rows `ld` apart, as
+// asynchronous copies (16 bytes where the addresses allow); rows from n on are zeroed at once.
+// The caller commits the group and waits for it.
+template <int kCols>
+__device__ __forceinline__ void load_rows_async(float* dst, int ld, const float* src, int64_t src_stride, int n) {
+  static_assert(kCols % 4 == 0, "rows are copied in quads where they can be");
+  const bool wide = (reinterpret_cast<uintptr_t>(src) & 15) == 0 && src_stride % 4 == 0 && ld % 4 == 0;
+  if (wide) {
+    constexpr int kQuads = kCols / 4;
+    for (int idx = threadIdx.x; idx < C * kQuads; idx += kThreads) {
+      const int t = idx / kQuads, i = 4 * (idx % kQuads);
+      float* d = dst + t * ld + i;
+      if (t < n) copy_async_16(d, src + t * src_stride + i);
+      else d[0] = d[1] = d[2] = d[3] = 0.0f;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < C * kCols; idx += kThreads) {
+      const int t = idx / kCols, i = idx % kCols;
+      if (t < n) copy_async_4(dst + t * ld + i, src + t * src_stride + i);
+      else dst[t * ld + i] = 0.0f;
+    }
   }
 }
 
 template <int D, bool kTC>
 constexpr size_t prep_smem() {
-  return sizeof(float) * (2 * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA);
+  return sizeof(float) * (3 * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA);
 }
 
 template <int D, bool kTC>
@@ -137,26 +170,33 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   DYNAMIC_SHARED(float, smem);
   float* ks = smem;               // [C][kX]
   float* qs = ks + C * L::kX;     // [C][kX]
-  float* as = qs + C * L::kX;     // [C][kA]
+  float* vs = qs + C * L::kX;     // [C][kX]
+  float* as = vs + C * L::kX;     // [C][kA]
   __shared__ double gs[C];
-  __shared__ float betas[C];
+  __shared__ float betas[C], graw[C], wscale[C];
 
-  load_rows<D>(ks, L::kX, a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token, a.k_token, n);
-  load_rows<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
+  load_rows_async<D>(ks, L::kX, a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token, a.k_token, n);
+  load_rows_async<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
+  load_rows_async<D>(vs, L::kX, a.v + b * a.v_seq + h * a.v_head + t0 * a.v_token, a.v_token, n);
+  async_commit();
   if (threadIdx.x < C) {
     const int t = threadIdx.x;
     betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
+    graw[t] = t < n ? a.g[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
   }
+  __syncthreads();
   if (threadIdx.x == 0) {
     // Summed in double: far into a chunk of harsh gates G reaches -1000, where a float's spacing
     // would spoil the short-range decays that matter.
     double acc = 0;
     for (int t = 0; t < C; ++t) {
-      if (t < n) acc += a.g[(b * a.T + t0 + t) * a.Hv + h];
+      acc += graw[t];
       gs[t] = acc;
     }
   }
+  async_wait<0>();
   __syncthreads();
+  if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
 
   // A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t).
   float* p = s.p + unit * C * C;
@@ -168,7 +208,7 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   if constexpr (kTC) {
     // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each; a warp takes a row of 16 and half the columns.
     const int row0 = 16 * (warp >> 1), col_tile0 = 4 * (warp & 1);
-    float kk[4][4] = {}, qk[4][4] = {};
+    Acc3 kk[4], qk[4];
     for (int k0 = 0; k0 < D; k0 += 8) {
       float fk[4], fq[4];
       load_a(fk, ks, L::kX, row0, k0, lane);
@@ -177,15 +217,16 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
       for (int j = 0; j < 4; ++j) {
         float fb[2];
         load_b_t(fb, ks, L::kX, k0, 8 * (col_tile0 + j), lane);
-        mma_3xtf32(kk[j], fk, fb);
-        mma_3xtf32(qk[j], fq, fb);
+        kk[j].add(fk, fb);
+        qk[j].add(fq, fb);
       }
     }
     const int r = lane >> 2, q = lane & 3;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) store(row0 + r + 8 * (e >> 1), 8 * (col_tile0 + j) + 2 * q + (e & 1), kk[j][e], qk[j][e]);
+      for (int e = 0; e < 4; ++e)
+        store(row0 + r + 8 * (e >> 1), 8 * (col_tile0 + j) + 2 * q + (e & 1), kk[j].sum(e), qk[j].sum(e));
   } else {
     for (int idx = threadIdx.x; idx < C * C; idx += kThreads) {
       const int t = idx / C, u = idx % C;
@@ -203,20 +244,31 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   __syncthreads();
 
   // Forward substitution, one column of W (threads 0..D-1) or of U' (D..2D-1) per thread; the
-  // column lives in registers, the loops unroll completely.
+  // column lives in registers, the loops unroll completely, and four partial sums per row keep
+  // the multiply-adds from waiting on each other.
   if (threadIdx.x < 2 * D) {
     const bool is_w = threadIdx.x < D;
     const int col = threadIdx.x % D;
-    const float* vb = a.v + b * a.v_seq + h * a.v_head + col;
+    const float* rhs = is_w ? ks : vs;
     float x[C];
 #pragma unroll
     for (int t = 0; t < C; ++t) {
-      float r = 0;
-      if (t < n) r = is_w ? betas[t] * expf(static_cast<float>(gs[t])) * ks[t * L::kX + col]
-                          : betas[t] * vb[(t0 + t) * a.v_token];
+      float r0 = (is_w ? wscale[t] : betas[t]) * rhs[t * L::kX + col], r1 = 0, r2 = 0, r3 = 0;
+      const float* at = as + t * L::kA;
+      int u = 0;
+      if constexpr (L::kA % 4 == 0) {
 #pragma unroll
-      for (int u = 0; u < t; ++u) r -= as[t * L::kA + u] * x[u];
-      x[t] = r;
+        for (; u + 4 <= t; u += 4) {
+          const float4 a4 = *reinterpret_cast<const float4*>(at + u);
+          r0 -= a4.x * x[u];
+          r1 -= a4.y * x[u + 1];
+          r2 -= a4.z * x[u + 2];
+          r3 -= a4.w * x[u + 3];
+        }
+      }
+#pragma unroll
+      for (; u < t; ++u) r0 -= at[u] * x[u];
+      x[t] = (r0 + r1) + (r2 + r3);
     }
     float* dst = (is_w ? s.w : s.u) + unit * C * D + col;
 #pragma unroll
@@ -228,7 +280,7 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
 template <int D, bool kTC>
 constexpr size_t scan_smem() {
   using L = Strides<D, kTC>;
-  return sizeof(float) * (D * L::kS + C * L::kX + C * L::kS + C * L::kA);
+  return sizeof(float) * (D * L::kS + 2 * C * L::kS + 3 * C * L::kX + C * L::kA);
 }
 
 template <int D, bool kTC>
@@ -246,18 +298,49 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 
   DYNAMIC_SHARED(float, smem);
   float* st = smem;                // [D][kS]: S[i][col] of this CTA's columns
-  float* x = st + D * L::kS;       // [C][kX]: W, then Q, then K of the chunk
-  float* us = x + C * L::kX;       // [C][kS]: U
-  float* ps = us + C * L::kS;      // [C][kA]: P
-  __shared__ double gs[C];
+  float* us = st + D * L::kS;      // [C][kS]: U
+  float* up = us + C * L::kS;      // [C][kS]: U' (this CTA's columns)
+  float* ws = up + C * L::kS;      // [C][kX]: W
+  float* qx = ws + C * L::kX;      // [C][kX]: Q
+  float* kx = qx + C * L::kX;      // [C][kX]: K
+  float* ps = kx + C * L::kX;      // [C][kA]: P
+  alignas(16) __shared__ double gs[2][C];  // log-gates of this chunk and the next (cp.async: 16-byte aligned)
   __shared__ float ge[C], gtail[C], decay[C];
-
-  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D + int64_t{col} * D;
-  for (int i = warp; i < D; i += kWarps) st[i * L::kS + lane] = s0[i];
 
   const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
   const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
   float* snap_base = a.state_out + (int64_t{b} * a.Hv + h) * D * D + int64_t{col} * D;
+  const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
+  auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
+
+  // Three groups of copies per chunk, each issued as soon as its buffers are free. Every step
+  // commits a group, empty past the last chunk, so async_wait<2> always means "this step's".
+  auto issue_wu = [&](int64_t c) {  // W, U', G
+    if (c < s.chunks) {
+      const int64_t unit = unit0 + c;
+      load_rows_async<D>(ws, L::kX, s.w + unit * C * D, D, rows_in(c));
+      load_rows_async<kTileV>(up, L::kS, s.u + unit * C * D + col0, D, rows_in(c));
+      for (int i = threadIdx.x; i < C / 2; i += kThreads) copy_async_16(&gs[c & 1][2 * i], s.g + unit * C + 2 * i);
+    }
+    async_commit();
+  };
+  auto issue_qp = [&](int64_t c) {  // Q, P
+    if (c < s.chunks) {
+      load_rows_async<D>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c));
+      load_rows_async<C>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C);
+    }
+    async_commit();
+  };
+  auto issue_k = [&](int64_t c) {  // K
+    if (c < s.chunks) load_rows_async<D>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c));
+    async_commit();
+  };
+
+  issue_wu(0);
+  issue_qp(0);
+  issue_k(0);
+  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D + int64_t{col} * D;
+  for (int i = warp; i < D; i += kWarps) st[i * L::kS + lane] = s0[i];
 
   // v2's tiles of the chunk's C x 32 products: a warp takes rows 16 (warp / 2).. and column
   // tiles 2 (warp % 2) and the next.
@@ -265,43 +348,38 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 
   for (int64_t c = 0; c < s.chunks; ++c) {
     const int64_t t0 = c * C;
-    const int n = static_cast<int>(a.T - t0 < C ? a.T - t0 : C);
-    const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
-    __syncthreads();  // the previous chunk is done with x, us, ps, gs, st
-    load_rows<D>(x, L::kX, s.w + unit * C * D, D, n);
-    const float* p = s.p + unit * C * C;
-    for (int idx = threadIdx.x; idx < C * C; idx += kThreads) ps[(idx / C) * L::kA + idx % C] = p[idx];
-    if (threadIdx.x < C) gs[threadIdx.x] = s.g[unit * C + threadIdx.x];
-    __syncthreads();
+    const int n = rows_in(c);
+    const double* g = gs[c & 1];
+    async_wait<2>();  // W, U', G of this chunk
+    __syncthreads();  // ... for every thread; the previous chunk is done with ge, gtail, decay
     if (threadIdx.x < C) {
       const int t = threadIdx.x;
-      ge[t] = expf(static_cast<float>(gs[t]));
-      gtail[t] = t < n ? expf(static_cast<float>(gs[n - 1] - gs[t])) : 0.0f;
+      ge[t] = expf(static_cast<float>(g[t]));
+      gtail[t] = t < n ? expf(static_cast<float>(g[n - 1] - g[t])) : 0.0f;
     }
 
     // U = U' - W S.
-    const float* up = s.u + unit * C * D + col0;
     if constexpr (kTC) {
       float acc[2][4] = {};
-      mma_rows<L::kX, L::kS>(acc, x, st, trow0, tcol0, D, lane);
+      mma_rows<L::kX, L::kS>(acc, ws, st, trow0, tcol0, D, lane);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
-          us[t * L::kS + cc] = t < n ? up[t * D + cc] - acc[j][e] : 0.0f;
+          us[t * L::kS + cc] = t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f;
         }
     } else {
       float acc[kRowsT];
 #pragma unroll
       for (int rr = 0; rr < kRowsT; ++rr) {
         const int t = warp * kRowsT + rr;
-        acc[rr] = t < n ? up[t * D + lane] : 0.0f;
+        acc[rr] = t < n ? up[t * L::kS + lane] : 0.0f;
       }
       for (int i = 0; i < D; ++i) {
         const float sv = st[i * L::kS + lane];
 #pragma unroll
-        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] -= x[(warp * kRowsT + rr) * L::kX + i] * sv;
+        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] -= ws[(warp * kRowsT + rr) * L::kX + i] * sv;
       }
 #pragma unroll
       for (int rr = 0; rr < kRowsT; ++rr) {
@@ -309,16 +387,17 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         us[t * L::kS + lane] = t < n ? acc[rr] : 0.0f;
       }
     }
-    __syncthreads();
+    __syncthreads();  // U is complete; W and U' are free
+    issue_wu(c + 1);
 
     // O = scale (e^{G} Q S + P U).
-    load_rows<D>(x, L::kX, qb + t0 * a.q_token, a.q_token, n);
+    async_wait<2>();  // Q, P
     __syncthreads();
     float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
     const int64_t o_token = int64_t{a.Hv} * D;
     if constexpr (kTC) {
       float acc[2][4] = {};
-      mma_rows<L::kX, L::kS>(acc, x, st, trow0, tcol0, D, lane);
+      mma_rows<L::kX, L::kS>(acc, qx, st, trow0, tcol0, D, lane);
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -337,7 +416,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       for (int i = 0; i < D; ++i) {
         const float sv = st[i * L::kS + lane];
 #pragma unroll
-        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] += x[(warp * kRowsT + rr) * L::kX + i] * sv;
+        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] += qx[(warp * kRowsT + rr) * L::kX + i] * sv;
       }
 #pragma unroll
       for (int rr = 0; rr < kRowsT; ++rr) {
@@ -347,24 +426,25 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         if (t < n) ob[t * o_token + lane] = o * scale;
       }
     }
-    __syncthreads();
+    __syncthreads();  // Q and P are free
+    issue_qp(c + 1);
 
-    // K into x; then the snapshots this chunk holds, then the next state.
-    load_rows<D>(x, L::kX, kb + t0 * a.k_token, a.k_token, n);
+    // The snapshots this chunk holds, then the next state.
+    async_wait<2>();  // K
     __syncthreads();
     if (a.K > 1) {
       for (int t = 0; t < n; ++t) {
         const int64_t slot = a.T - 1 - (t0 + t);
         if (slot >= a.K) continue;
         __syncthreads();  // decay[] of the previous snapshot is used up
-        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(gs[t] - gs[threadIdx.x])) : 0.0f;
+        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
         __syncthreads();
         float* dst = snap_base + slot * a.slot_stride;
 #pragma unroll
         for (int rr = 0; rr < kRowsI; ++rr) {
           const int i = warp * kRowsI + rr;
           float v = ge[t] * st[i * L::kS + lane];
-          for (int u = 0; u <= t; ++u) v += decay[u] * x[u * L::kX + i] * us[u * L::kS + lane];
+          for (int u = 0; u <= t; ++u) v += decay[u] * kx[u * L::kX + i] * us[u * L::kS + lane];
           dst[i] = v;
         }
       }
@@ -375,31 +455,32 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       // a warp taking D / 32 of them (D = 128: a row of tiles; D = 64: half a row).
       constexpr int kTiles = D / 32;
       const int srow0 = 16 * (D == 128 ? warp : warp >> 1), scol0 = D == 128 ? 0 : 2 * (warp & 1);
-      float acc[kTiles][4];
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          acc[j][e] = glast * st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)];
+      Acc3 acc[kTiles];
       for (int k0 = 0; k0 < C; k0 += 8) {
         float fa[4];
-        fa[0] = gtail[k0 + q] * x[(k0 + q) * L::kX + srow0 + r];
-        fa[1] = gtail[k0 + q] * x[(k0 + q) * L::kX + srow0 + r + 8];
-        fa[2] = gtail[k0 + q + 4] * x[(k0 + q + 4) * L::kX + srow0 + r];
-        fa[3] = gtail[k0 + q + 4] * x[(k0 + q + 4) * L::kX + srow0 + r + 8];
+        fa[0] = gtail[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r];
+        fa[1] = gtail[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r + 8];
+        fa[2] = gtail[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r];
+        fa[3] = gtail[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r + 8];
 #pragma unroll
         for (int j = 0; j < kTiles; ++j) {
           float fb[2];
           load_b(fb, us, L::kS, k0, 8 * (scol0 + j), lane);
-          mma_3xtf32(acc[j], fa, fb);
+          acc[j].add(fa, fb);
         }
       }
-      __syncthreads();  // every thread is done reading the old state
+      float next[kTiles][4];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)] = acc[j][e];
+          next[j][e] = glast * st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)] + acc[j].sum(e);
+      __syncthreads();  // every thread is done reading the old state and K
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)] = next[j][e];
     } else {
       float next[kRowsI];
 #pragma unroll
@@ -407,13 +488,14 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       for (int u = 0; u < n; ++u) {
         const float uv = gtail[u] * us[u * L::kS + lane];
 #pragma unroll
-        for (int rr = 0; rr < kRowsI; ++rr) next[rr] += x[u * L::kX + warp * kRowsI + rr] * uv;
+        for (int rr = 0; rr < kRowsI; ++rr) next[rr] += kx[u * L::kX + warp * kRowsI + rr] * uv;
       }
-      // From the K load on, a thread of v1 reads and writes only its own rows of st (snapshots,
-      // next): no barrier is needed before the write; the next chunk's first barrier orders the rest.
+      __syncthreads();  // every thread is done reading K
+      // A thread of v1 reads and writes only its own rows of st here.
 #pragma unroll
       for (int rr = 0; rr < kRowsI; ++rr) st[(warp * kRowsI + rr) * L::kS + lane] = next[rr];
     }
+    issue_k(c + 1);
   }
   if (a.K == 1) {
     __syncthreads();
@@ -426,9 +508,9 @@ cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   auto* prep = gdn_prep<D, kTC>;
   auto* scan = gdn_scan<D, kTC>;
   constexpr int prep_bytes = prep_smem<D, kTC>(), scan_bytes = scan_smem<D, kTC>();
-  // Set on every launch: the limit is per device, and the call costs next to nothing.
-  cudaError_t e = cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_bytes);
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(scan, cudaFuncAttributeMaxDynamicSharedMemorySize, scan_bytes);
+  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
+  cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
+  if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
   if (e != cudaSuccess) return e;
   LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
   LAUNCH(scan, dim3(D / kTileV, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);

@@ -26,7 +26,7 @@
 #include "cases.h"
 #include "driver_util.cuh"
 #include "kernel.cuh"
-#ifndef GEMV_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
+#ifndef KERNELS_NO_ENGINE  // a driver without the engine's ggml: our kernel's numbers only
 #include "engine_graph.h"
 #endif
 #include "reference.h"
@@ -41,7 +41,7 @@ void check_cuda(cudaError_t e, const char* what) { kernels::check_cuda(e, what, 
 using kernels::upload;
 
 
-#ifndef GEMV_NO_ENGINE
+#ifndef KERNELS_NO_ENGINE
 // The engine's MUL_MAT (MMVQ for these column counts) on the same weights, through ggml.
 class EngineMatmul {
  public:
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         for (int i = 1; i < copies; ++i) ws.push_back(upload(p.w));
         for (int cols = 1; cols <= 8; ++cols) {
           double emed = 0;
-#ifndef GEMV_NO_ENGINE
+#ifndef KERNELS_NO_ENGINE
           if (o.engine) {
             EngineMatmul engine(p, cols, copies);
             engine.run();

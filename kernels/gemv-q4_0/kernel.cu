@@ -8,6 +8,9 @@ const std::vector<Variant>& variants() {
       {"v1", "dp4a, a warp per row", gemv_v1},
       {"v2", "int8 mma m16n8k32, 16 rows a CTA, k over 8 warps", gemv_v2},
       {"v2-wide", "int8 mma m16n8k32, 32 rows a CTA, k over 8 warps", gemv_v2_wide},
+      {"v3", "v2 fed by a 4-stage cp.async ring, 16 rows a CTA", gemv_v3},
+      {"v3-wide", "v2 fed by a 4-stage cp.async ring, 32 rows a CTA", gemv_v3_wide},
+      {"v3-tall", "v2 fed by a 2-stage cp.async ring, 64 rows a CTA", gemv_v3_tall},
   };
   return all;
 }

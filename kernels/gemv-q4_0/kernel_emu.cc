@@ -2,3 +2,4 @@
 #include "kernel.cu"
 #include "kernel_v1.cu"
 #include "kernel_v2.cu"
+#include "kernel_v3.cu"

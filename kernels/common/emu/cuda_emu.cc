@@ -115,8 +115,16 @@ float float_of(uint32_t u) {
 float tf32_truncated(float x) { return float_of(bits_of(x) & 0xffffe000u); }
 constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4;
 
+struct PendingCopy {
+  void* dst;
+  const void* src;
+  int bytes;
+};
+
 struct Fiber {
   void* sp = nullptr;  // its saved stack pointer while it is not running
+  std::vector<PendingCopy> open_group;               // cp.async copies since the last commit
+  std::vector<std::vector<PendingCopy>> committed;  // oldest first
   std::vector<char> stack;
   State state = State::kRunnable;
   const void* where = nullptr;  // the barrier's return address, to tell barriers apart
@@ -271,6 +279,8 @@ void run_block(int threads) {
     Fiber& f = e.fibers[t];
     f.state = State::kRunnable;
     f.where = nullptr;
+    f.open_group.clear();
+    f.committed.clear();
     f.sp = initial_stack(f.stack);
   }
   std::vector<int> order(threads);
@@ -434,6 +444,24 @@ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1
   std::copy(in, in + 10, s.in);
   yield(State::kWarpOp);
   std::copy(s.out, s.out + 4, d);
+}
+
+void copy_async(void* dst, const void* src, int bytes) {
+  emu().fibers[emu().current].open_group.push_back({dst, src, bytes});
+}
+
+void copy_async_commit() {
+  Fiber& f = emu().fibers[emu().current];
+  f.committed.push_back(std::move(f.open_group));
+  f.open_group.clear();
+}
+
+void copy_async_wait(int pending) {
+  Fiber& f = emu().fibers[emu().current];
+  while (static_cast<int>(f.committed.size()) > pending) {
+    for (const PendingCopy& c : f.committed.front()) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    f.committed.erase(f.committed.begin());
+  }
 }
 
 float half_bits_to_float(uint16_t h) {

@@ -12,7 +12,8 @@
 // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB). Running the threads in
 // another order (set_order) and comparing results exposes most shared-memory races. Dynamic
 // shared memory starts as NaN; static __shared__ arrays keep what the previous block left. Floating-point results differ from the GPU's in the last bits
-// (host expf, no fused multiply-add unless the compiler contracts).
+// (host expf, no fused multiply-add unless the compiler contracts). Asynchronous copies (cp.async)
+// land at the wait that covers them, so a read before its wait is caught.
 #pragma once
 
 #include <cmath>
@@ -26,6 +27,13 @@
 struct dim3 {
   unsigned x, y, z;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
 };
 
 using cudaError_t = int;
@@ -74,6 +82,14 @@ float round_to_tf32(float x);
 
 float half_bits_to_float(uint16_t h);
 
+// cp.async: a copy from global to shared memory that lands only when a later wait says so. Copies
+// are queued per thread and grouped by commit; wait(n) completes all but the n newest groups. A
+// kernel that reads shared memory before waiting for its copy reads what was there before
+// (dynamic shared memory starts as NaN), as it could on the GPU.
+void copy_async(void* dst, const void* src, int bytes);
+void copy_async_commit();
+void copy_async_wait(int pending);
+
 }  // namespace cuda_emu
 
 #define threadIdx (::cuda_emu::thread_index)
@@ -92,6 +108,10 @@ template <typename T>
 cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
   return ::cuda_emu::set_max_dynamic_shared(reinterpret_cast<const void*>(kernel), value);
+}
+inline cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
 }
 inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_last_error(); }
 const char* cudaGetErrorString(cudaError_t e);

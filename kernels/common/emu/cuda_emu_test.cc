@@ -1,5 +1,6 @@
 // The emulator's own checks: what it runs is what CUDA would compute, and what it must catch it
 // catches. Small kernels written in CUDA C++ and run through the emulator.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -93,6 +94,20 @@ __global__ void mma_tf32(const float* a, const float* b, float* d) {
   d[g * 8 + 2 * t + 1] = out[1];
   d[(g + 8) * 8 + 2 * t] = out[2];
   d[(g + 8) * 8 + 2 * t + 1] = out[3];
+}
+
+// Two groups of asynchronous copies into shared memory; each thread reads its own cells after
+// waiting for both groups (wait_all) or for all but the newest.
+__global__ void async_copies(const float* src, float* out, bool wait_all) {
+  DYNAMIC_SHARED(float, cells);
+  copy_async_4(&cells[threadIdx.x], &src[threadIdx.x]);
+  async_commit();
+  copy_async_16(&cells[32 + 4 * threadIdx.x], &src[32 + 4 * threadIdx.x]);
+  async_commit();
+  if (wait_all) async_wait<0>();
+  else async_wait<1>();
+  out[threadIdx.x] = cells[threadIdx.x];
+  out[32 + threadIdx.x] = cells[32 + 4 * threadIdx.x];
 }
 
 }  // namespace
@@ -189,6 +204,13 @@ int main() {
          "half conversion");
   expect(__vsubss4(0x80017f08, 0x01ff8108) == static_cast<int>(0x80027f00), "__vsubss4 saturates per byte");
   expect(__dp4a(0x01020304, 0x01010101, 10) == 20, "__dp4a");
+
+  std::vector<float> src(32 * 5), got(64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+  LAUNCH(async_copies, 1, 32, 160 * sizeof(float), nullptr, src.data(), got.data(), true);
+  expect(got[5] == 5.0f && got[32 + 5] == 32.0f + 20.0f, "cp.async copies land at the wait");
+  LAUNCH(async_copies, 1, 32, 160 * sizeof(float), nullptr, src.data(), got.data(), false);
+  expect(got[5] == 5.0f && std::isnan(got[32 + 5]), "a copy of a group still in flight has not landed");
 
   std::printf(failures ? "cuda_emu_test: %d failed\n" : "cuda_emu_test: all passed\n", failures);
   return failures ? 1 : 0;

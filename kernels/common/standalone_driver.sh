@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds a kernel package's driver without the engine (KERNELS_NO_ENGINE: our kernels' checks and
+# times only) with nvcc alone, for quick campaign steps: build it wherever nvcc is, run it on the
+# GPU machine, and leave the engine build (minutes) for the comparison runs. The driver links the
+# CUDA runtime and the C++ library statically, so it runs on another machine's image.
+#
+#   kernels/common/standalone_driver.sh PACKAGE_DIR OUT_BINARY
+set -euo pipefail
+package=$(cd "${1:?usage: standalone_driver.sh PACKAGE_DIR OUT_BINARY}" && pwd)
+out=${2:?usage: standalone_driver.sh PACKAGE_DIR OUT_BINARY}
+common=$(cd "$(dirname "$0")" && pwd)
+# The package's sources, as its CMakeLists.txt lists them.
+sources() { sed -n "s/^ *$1 //p" "$package/CMakeLists.txt" | tr ' ' '\n' | sed "s|^|$package/|"; }
+mapfile -t files < <(sources HOST_SOURCES; sources CUDA_SOURCES)
+nvcc -std=c++17 -O3 -arch=sm_90 -use_fast_math -DKERNELS_NO_ENGINE -I"$common" -I"$package" \
+  -Xcompiler -pthread,-static-libstdc++,-static-libgcc \
+  "${files[@]}" "$common/accuracy.cc" -o "$out"

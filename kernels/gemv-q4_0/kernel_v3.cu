@@ -1,0 +1,187 @@
+// Version 3 of the GEMV: v2's arithmetic (one int8 mma.m16n8k32 per Q4_0 block of 16 rows x 8
+// columns, exact integer sums, one float multiply-add per result) fed the way HBM wants to be
+// read. On the H200 v1 and v2 reached a third of the copy bandwidth: their loads are 2 bytes wide
+// (a Q4_0 block is 18 bytes, so nothing in it is 4-byte aligned) and a warp had only a few hundred
+// bytes in flight.
+//
+// Here each warp streams its share of k through a ring of shared-memory stages with cp.async:
+// a stage is 8 consecutive blocks of each of the CTA's rows, 144 contiguous bytes a row, copied
+// as nine 16-byte pieces, and kStages - 1 stages are always in flight while one is multiplied.
+// Fragments are then read from shared memory. The activation fragments of the next stage are
+// loaded into registers while the current one is multiplied.
+//
+// Needs rows whose byte length is a multiple of 16 (k a multiple of 256) and 16-byte aligned W;
+// other shapes go to v2, which computes the same sums.
+#include <cuda_fp16.h>
+
+#include "device.cuh"
+#include "kernel.cuh"
+
+namespace gemv {
+namespace staged {  // named: kernel_emu.cc compiles every variant in one unit
+
+constexpr int kWarps = 8;
+constexpr int kSuper = 8;                              // blocks per stage
+constexpr int kRowBytes = kSuper * sizeof(BlockQ4_0);  // 144: a stage's bytes of one row
+constexpr int kPieces = kRowBytes / 16;                // its 16-byte copies
+
+__device__ __forceinline__ float half_bits(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+
+// A stage's activation fragments for one lane: column g's quants 4t.. and 16+4t.. of each
+// block, and the scales of columns 2t and 2t+1.
+struct XFrag {
+  int q[kSuper][2];
+  float d[kSuper][2];
+};
+
+template <int kTiles, int kStages>
+constexpr size_t smem_bytes() {
+  return size_t{kWarps} * kStages * 16 * kTiles * kRowBytes;
+}
+
+template <int kTiles, int kStages>
+__global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __restrict__ w,
+                                                           const BlockQ8_1* __restrict__ x, int64_t x_stride,
+                                                           float* __restrict__ out, int64_t rows, int64_t nb,
+                                                           int cols) {
+  constexpr int kRows = 16 * kTiles;
+  constexpr int kStageBytes = kRows * kRowBytes;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+
+  DYNAMIC_SHARED(uint4, smem);
+  uint8_t* ring = reinterpret_cast<uint8_t*>(smem) + static_cast<size_t>(warp) * kStages * kStageBytes;
+
+  // The warp's super-blocks (kSuper blocks each): a contiguous range, the same count for every
+  // warp so that all of them reach the block-wide barriers together.
+  const int64_t supers = nb / kSuper;
+  const int64_t per = (supers + kWarps - 1) / kWarps;
+  const int64_t first = warp * per;
+  const int64_t count = first >= supers ? 0 : (supers - first < per ? supers - first : per);
+
+  auto issue = [&](int64_t j) {
+    if (j < count) {
+      uint8_t* dst = ring + (j % kStages) * kStageBytes;
+      const int64_t byte0 = (first + j) * kRowBytes;
+      for (int i = lane; i < kRows * kPieces; i += 32) {
+        const int r = i / kPieces, p = i % kPieces;
+        const int64_t row = row0 + r < rows ? row0 + r : rows - 1;  // past the end: any real row, unused
+        copy_async_16(dst + r * kRowBytes + 16 * p,
+                      reinterpret_cast<const uint8_t*>(w + row * nb) + byte0 + 16 * p);
+      }
+    }
+    async_commit();
+  };
+
+  const bool b_ok = g < cols, s0_ok = 2 * t < cols, s1_ok = 2 * t + 1 < cols;
+  const BlockQ8_1* xb = x + (b_ok ? g : 0) * x_stride;
+  const BlockQ8_1* xs0 = x + (s0_ok ? 2 * t : 0) * x_stride;
+  const BlockQ8_1* xs1 = x + (s1_ok ? 2 * t + 1 : 0) * x_stride;
+  auto load_x = [&](XFrag& f, int64_t j) {
+    const bool in = j < count;
+#pragma unroll
+    for (int u = 0; u < kSuper; ++u) {
+      const int64_t bb = in ? (first + j) * kSuper + u : 0;
+      const int* q = reinterpret_cast<const int*>(xb[bb].qs);
+      f.q[u][0] = in && b_ok ? q[t] : 0;
+      f.q[u][1] = in && b_ok ? q[4 + t] : 0;
+      f.d[u][0] = in && s0_ok ? half_bits(xs0[bb].d) : 0.0f;
+      f.d[u][1] = in && s1_ok ? half_bits(xs1[bb].d) : 0.0f;
+    }
+  };
+
+  float acc[kTiles][4] = {};
+  const int zero[4] = {0, 0, 0, 0};  // the mma's C: each block's product starts from zero
+  for (int j = 0; j < kStages - 1; ++j) issue(j);
+  XFrag cur, next;
+  load_x(cur, 0);
+  for (int64_t j = 0; j < per; ++j) {
+    issue(j + kStages - 1);
+    load_x(next, j + 1);
+    async_wait<kStages - 1>();
+    __syncthreads();  // every lane's pieces of stage j have landed
+    if (j < count) {
+      const uint8_t* stage = ring + (j % kStages) * kStageBytes;
+#pragma unroll
+      for (int u = 0; u < kSuper; ++u)
+#pragma unroll
+        for (int m = 0; m < kTiles; ++m) {
+          int wq[2];
+          float dw[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            // Row 16m + 8h + g's block u: an f16 scale, then 16 bytes of quants; 2-byte aligned.
+            const uint16_t* b16 =
+                reinterpret_cast<const uint16_t*>(stage + (16 * m + 8 * h + g) * kRowBytes + u * sizeof(BlockQ4_0));
+            dw[h] = half_bits(b16[0]);
+            wq[h] = static_cast<int>(b16[1 + 2 * t] | (static_cast<uint32_t>(b16[2 + 2 * t]) << 16));
+          }
+          const int lo0 = __vsubss4(wq[0] & 0x0F0F0F0F, 0x08080808);
+          const int lo1 = __vsubss4(wq[1] & 0x0F0F0F0F, 0x08080808);
+          const int hi0 = __vsubss4((wq[0] >> 4) & 0x0F0F0F0F, 0x08080808);
+          const int hi1 = __vsubss4((wq[1] >> 4) & 0x0F0F0F0F, 0x08080808);
+          int c[4];
+          mma_s8_m16n8k32(c, lo0, lo1, hi0, hi1, cur.q[u][0], cur.q[u][1], zero);
+          acc[m][0] += static_cast<float>(c[0]) * (dw[0] * cur.d[u][0]);
+          acc[m][1] += static_cast<float>(c[1]) * (dw[0] * cur.d[u][1]);
+          acc[m][2] += static_cast<float>(c[2]) * (dw[1] * cur.d[u][0]);
+          acc[m][3] += static_cast<float>(c[3]) * (dw[1] * cur.d[u][1]);
+        }
+    }
+    cur = next;
+    __syncthreads();  // stage j's slot is read by everyone before it is filled again
+  }
+
+  __shared__ float partial[kWarps][kRows][8];
+#pragma unroll
+  for (int m = 0; m < kTiles; ++m) {
+    partial[warp][16 * m + g][2 * t] = acc[m][0];
+    partial[warp][16 * m + g][2 * t + 1] = acc[m][1];
+    partial[warp][16 * m + g + 8][2 * t] = acc[m][2];
+    partial[warp][16 * m + g + 8][2 * t + 1] = acc[m][3];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kRows * 8; i += kWarps * 32) {
+    const int r = i / 8, c = i % 8;
+    float sum = 0;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) sum += partial[v][r][c];
+    if (row0 + r < rows && c < cols) out[c * rows + row0 + r] = sum;
+  }
+}
+
+template <int kTiles, int kStages>
+cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                   int cols, cudaStream_t stream) {
+  if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
+  const int64_t nb = k / kBlock;
+  if (nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return gemv_v2(w, x, x_stride, out, rows, k, cols, stream);
+  auto* kernel = gemv_staged<kTiles, kStages>;
+  constexpr int bytes = static_cast<int>(smem_bytes<kTiles, kStages>());
+  static std::atomic<uint64_t> ready{0};
+  const cudaError_t e = allow_dynamic_shared(kernel, bytes, ready);
+  if (e != cudaSuccess) return e;
+  const int64_t ctas = (rows + 16 * kTiles - 1) / (16 * kTiles);
+  LAUNCH(kernel, static_cast<unsigned>(ctas), kWarps * 32, bytes, stream, w, x, x_stride, out, rows, nb, cols);
+  return cudaGetLastError();
+}
+
+}  // namespace staged
+
+cudaError_t gemv_v3(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream) {
+  return staged::launch<1, 4>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+cudaError_t gemv_v3_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                         int64_t k, int cols, cudaStream_t stream) {
+  return staged::launch<2, 4>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+cudaError_t gemv_v3_tall(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                         int64_t k, int cols, cudaStream_t stream) {
+  return staged::launch<4, 2>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+}  // namespace gemv
