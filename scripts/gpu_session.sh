@@ -8,6 +8,10 @@
 #                                    machine is held); `wait-build` waits for it
 #   scripts/gpu_session.sh quick     the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
+#   scripts/gpu_session.sh profile   each kernel's own time and HBM / SM throughput under Nsight
+#                                    Compute (cold caches), from the drivers built here
+#   scripts/gpu_session.sh stalls    Nsight Compute's occupancy, scheduler, warp-state and memory
+#                                    sections for one launch of each main kernel (why it waits)
 #   scripts/gpu_session.sh kernels   both kernel drivers with --bench-mode, and ctest -L cuda
 #                                    (the drivers' checks and the engine's test-backend-ops)
 #   scripts/gpu_session.sh e2e       llama-bench with each engine switch off and on, on
@@ -24,7 +28,7 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|kernels|e2e|tune}
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune}
 hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
 synth_models() {
   local vocab=/tmp/onebit-vocab
@@ -59,6 +63,27 @@ case $stage in
     grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
     ;;
+  profile)
+    metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+    ncu --clock-control none --metrics $metrics --csv -k regex:gdn_ .gpu/gdn_prefill_driver --no-engine \
+      --filter d128-h32-t1024-K1-harsh >"$out/ncu-gdn.csv" 2>"$out/ncu-gdn.err" || true
+    ncu --clock-control none --metrics $metrics --csv -k regex:gemv .gpu/gemv_q4_0_driver --no-engine \
+      --filter 4096x14336/normal >"$out/ncu-gemv.csv" 2>"$out/ncu-gemv.err" || true
+    grep -c gpu__time_duration "$out/ncu-gdn.csv" "$out/ncu-gemv.csv" || tail -n 5 "$out/ncu-gdn.err"
+    ;;
+  stalls)
+    sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats
+              --section WarpStateStats --section MemoryWorkloadAnalysis)
+    # Launch order in the drivers' checks: gdn v1 prep, scan, v2 prep, scan; gemv v1 n1..n8,
+    # v1-batch4, v2, v2-wide (8 each), then v3 n1..n8.
+    ncu --clock-control none "${sections[@]}" -k regex:gdn_ --launch-skip 2 --launch-count 2 \
+      .gpu/gdn_prefill_driver --no-engine --filter d128-h32-t1024-K1-harsh >"$out/stalls-gdn.txt" 2>&1 || true
+    for skip in 0 32 39; do
+      ncu --clock-control none "${sections[@]}" -k regex:gemv --launch-skip $skip --launch-count 1 \
+        .gpu/gemv_q4_0_driver --no-engine --filter 4096x14336/normal
+    done >"$out/stalls-gemv.txt" 2>&1 || true
+    grep -hE '^  [a-z_]+<|Duration|Achieved Occupancy|No Eligible|Issued Warp|Stall' "$out/stalls-gdn.txt" "$out/stalls-gemv.txt" | head -60
+    ;;
   kernels)
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1 || true
     "$bin/gdn_prefill_driver" --bench-mode --reps 10 >"$out/gdn-prefill.log" 2>&1 || true
@@ -92,7 +117,7 @@ case $stage in
     grep -E '^\|' "$out/llama-bench.md"
     ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|kernels|e2e|tune" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune" >&2
     exit 2
     ;;
 esac

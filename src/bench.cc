@@ -106,6 +106,14 @@ class Server {
 };
 
 json timings_of(const json& body, const std::string& what) {
+  // A stream can end in an error event instead of the last token's: say what the engine said.
+  if (body.is_object() && body.contains("error")) {
+    const json& e = body["error"];
+    const std::string message = e.is_object() && e.contains("message") && e["message"].is_string()
+                                    ? e["message"].get<std::string>()
+                                    : e.dump().substr(0, 300);
+    throw Error(what + ": the engine answered with an error: " + message);
+  }
   if (!body.is_object() || !body.contains("timings") || !body["timings"].is_object())
     throw Error(what + ": the engine's response has no \"timings\" object, so nothing can be measured");
   return body["timings"];

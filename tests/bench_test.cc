@@ -129,6 +129,10 @@ TEST_F(BenchTest, BadInput) {
   RunResult none = run(bench({"--config", "a="}), fake({{"FAKE_NO_TIMINGS", "1"}}));
   EXPECT_EQ(none.code, 1);
   EXPECT_NE(none.err.find("the engine's response has no \"timings\" object"), std::string::npos) << none.err;
+  RunResult failed = run(bench({"--config", "a="}), fake({{"FAKE_STREAM_ERROR", "the KV cache is full"}}));
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_NE(failed.err.find("the engine answered with an error: the KV cache is full"), std::string::npos)
+      << failed.err;
   RunResult dead = run(bench({"--config", "a="}), fake({{"FAKE_EXIT_DURING_LOAD", "4"}}));
   EXPECT_EQ(dead.code, 1);
   EXPECT_NE(dead.err.find("config a: serve exited with code 1 before it was ready"), std::string::npos) << dead.err;

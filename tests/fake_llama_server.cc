@@ -11,6 +11,8 @@
 //   FAKE_CHUNKS=N, FAKE_CHUNK_MS=M   a stream is N chunks M ms apart (default 5, 50)
 //   FAKE_DEVICES="A;B"        what --list-devices prints
 //   FAKE_NO_TIMINGS=1         completions carry no "timings"
+//   FAKE_STREAM_ERROR=MSG     a stream's last event is {"error": {"message": MSG}}, as the engine
+//                             sends when a request fails after the stream began
 //   FAKE_FAST_FLAG=F          when argv holds flag F, every speed in "timings" is doubled
 //   FAKE_FAST_ENV=V           when the environment has the variable V, likewise
 //   LLAMA_API_KEY=K           as llama-server: every route but /health wants "Authorization: Bearer K"
@@ -176,6 +178,7 @@ int main(int argc, char** argv) {
   if (const char* var = std::getenv("FAKE_FAST_ENV"))
     if (std::getenv(var) != nullptr) g_speed = 2.0;
   const bool with_timings = std::getenv("FAKE_NO_TIMINGS") == nullptr;
+  const std::string stream_error = std::getenv("FAKE_STREAM_ERROR") ? std::getenv("FAKE_STREAM_ERROR") : "";
   const std::string model = arg_after(argc, argv, "-m", "?");
   const int port = std::atoi(arg_after(argc, argv, "--port", "8080").c_str());
   const auto started = Clock::now();
@@ -219,6 +222,7 @@ int main(int argc, char** argv) {
         for (int i = 0; i < chunks; ++i) {
           json c = {{"model", model}, {"index", i}, {"choices", {{{"delta", {{"content", "t" + std::to_string(i)}}}}}}};
           if (i == chunks - 1 && with_timings) c["timings"] = timings(chunks);
+          if (i == chunks - 1 && !stream_error.empty()) c = {{"error", {{"code", 500}, {"message", stream_error}}}};
           std::string line = "data: " + c.dump() + "\n\n";
           if (!sink.write(line.data(), line.size())) {
             event("cancelled at chunk " + std::to_string(i));

@@ -6,6 +6,7 @@ namespace gemv {
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> all = {
       {"v1", "dp4a, a warp per row", gemv_v1},
+      {"v1-batch4", "dp4a, a warp per row, four blocks a lane in flight", gemv_v1_batch4},
       {"v2", "int8 mma m16n8k32, 16 rows a CTA, k over 8 warps", gemv_v2},
       {"v2-wide", "int8 mma m16n8k32, 32 rows a CTA, k over 8 warps", gemv_v2_wide},
       {"v3", "v2 fed by a 4-stage cp.async ring, 16 rows a CTA", gemv_v3},

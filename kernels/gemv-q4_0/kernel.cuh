@@ -23,7 +23,7 @@ struct Variant {
   GemvFn run;
 };
 
-// v1: dp4a, a warp per row.  v2: int8 tensor cores (mma m16n8k32), k split over a CTA's 8 warps,
+// v1: dp4a, a warp per row; v1-batch4: four blocks a lane in flight.  v2: int8 tensor cores (mma m16n8k32), k split over a CTA's 8 warps,
 // 16 rows a CTA.  v2-wide: the same with 32 rows a CTA (activations read half as often).
 // v3: v2's arithmetic fed through a cp.async ring of 16-byte copies, 16 rows a CTA; v3-wide: 32
 // rows; v3-tall: 64 rows with a shallower ring.
@@ -31,6 +31,8 @@ const std::vector<Variant>& variants();
 
 cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
+cudaError_t gemv_v1_batch4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                           int64_t k, int cols, cudaStream_t stream);
 cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
 cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,

@@ -19,7 +19,35 @@ __device__ __forceinline__ int load_q4(const uint8_t* qs, int i) {
   return static_cast<int>(p[0] | (static_cast<uint32_t>(p[1]) << 16));
 }
 
+// One block of a row against every column: the exact integer dot product, then one multiply-add.
 template <int kCols>
+__device__ __forceinline__ void add_block(float (&acc)[kCols], const BlockQ4_0& wb, const BlockQ8_1* x,
+                                          int64_t x_stride, int64_t b) {
+  const float dw = __half2float(__ushort_as_half(wb.d));
+  int lo[4], hi[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int v = load_q4(wb.qs, i);
+    lo[i] = __vsubss4(v & 0x0F0F0F0F, 0x08080808);         // elements 4i..4i+3, minus 8
+    hi[i] = __vsubss4((v >> 4) & 0x0F0F0F0F, 0x08080808);  // elements 16+4i.., minus 8
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    const BlockQ8_1* xb = x + c * x_stride + b;
+    const int* xq = reinterpret_cast<const int*>(xb->qs);
+    int sumi = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      sumi = __dp4a(lo[i], xq[i], sumi);
+      sumi = __dp4a(hi[i], xq[4 + i], sumi);
+    }
+    acc[c] += dw * __half2float(__ushort_as_half(xb->d)) * static_cast<float>(sumi);
+  }
+}
+
+// kBatch blocks a lane are loaded before any is used, so that many loads are in flight per lane
+// (v1: one; v1-batch4: four).
+template <int kCols, int kBatch>
 __global__ void __launch_bounds__(128) gemv_kernel(const BlockQ4_0* __restrict__ w, const BlockQ8_1* __restrict__ x,
                                                    int64_t x_stride, float* __restrict__ out, int64_t rows,
                                                    int64_t nb) {
@@ -31,28 +59,14 @@ __global__ void __launch_bounds__(128) gemv_kernel(const BlockQ4_0* __restrict__
 #pragma unroll
   for (int c = 0; c < kCols; ++c) acc[c] = 0.0f;
 
-  for (int64_t b = lane; b < nb; b += 32) {
-    const BlockQ4_0 wb = wr[b];
-    const float dw = __half2float(__ushort_as_half(wb.d));
-    int lo[4], hi[4];
+  for (int64_t b0 = lane; b0 < nb; b0 += 32 * kBatch) {
+    BlockQ4_0 batch[kBatch];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int v = load_q4(wb.qs, i);
-      lo[i] = __vsubss4(v & 0x0F0F0F0F, 0x08080808);         // elements 4i..4i+3, minus 8
-      hi[i] = __vsubss4((v >> 4) & 0x0F0F0F0F, 0x08080808);  // elements 16+4i.., minus 8
-    }
+    for (int i = 0; i < kBatch; ++i)
+      if (b0 + 32 * i < nb) batch[i] = wr[b0 + 32 * i];
 #pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const BlockQ8_1* xb = x + c * x_stride + b;
-      const int* xq = reinterpret_cast<const int*>(xb->qs);
-      int sumi = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        sumi = __dp4a(lo[i], xq[i], sumi);
-        sumi = __dp4a(hi[i], xq[4 + i], sumi);
-      }
-      acc[c] += dw * __half2float(__ushort_as_half(xb->d)) * static_cast<float>(sumi);
-    }
+    for (int i = 0; i < kBatch; ++i)
+      if (b0 + 32 * i < nb) add_block<kCols>(acc, batch[i], x, x_stride, b0 + 32 * i);
   }
 #pragma unroll
   for (int c = 0; c < kCols; ++c) {
@@ -63,30 +77,32 @@ __global__ void __launch_bounds__(128) gemv_kernel(const BlockQ4_0* __restrict__
   }
 }
 
-template <int kCols>
-void launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-            cudaStream_t stream) {
+template <int kBatch>
+cudaError_t run(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                int cols, cudaStream_t stream) {
+  if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   const dim3 block(32, 4);
   const dim3 grid(static_cast<unsigned>((rows + 3) / 4));
-  LAUNCH(gemv_kernel<kCols>, grid, block, 0, stream, w, x, x_stride, out, rows, k / kBlock);
+  const int64_t nb = k / kBlock;
+  using Kernel = void (*)(const BlockQ4_0*, const BlockQ8_1*, int64_t, float*, int64_t, int64_t);
+  static constexpr Kernel kernels[8] = {gemv_kernel<1, kBatch>, gemv_kernel<2, kBatch>, gemv_kernel<3, kBatch>,
+                                        gemv_kernel<4, kBatch>, gemv_kernel<5, kBatch>, gemv_kernel<6, kBatch>,
+                                        gemv_kernel<7, kBatch>, gemv_kernel<8, kBatch>};
+  const Kernel kernel = kernels[cols - 1];
+  LAUNCH(kernel, grid, block, 0, stream, w, x, x_stride, out, rows, nb);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream) {
-  if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
-  switch (cols) {
-    case 1: launch<1>(w, x, x_stride, out, rows, k, stream); break;
-    case 2: launch<2>(w, x, x_stride, out, rows, k, stream); break;
-    case 3: launch<3>(w, x, x_stride, out, rows, k, stream); break;
-    case 4: launch<4>(w, x, x_stride, out, rows, k, stream); break;
-    case 5: launch<5>(w, x, x_stride, out, rows, k, stream); break;
-    case 6: launch<6>(w, x, x_stride, out, rows, k, stream); break;
-    case 7: launch<7>(w, x, x_stride, out, rows, k, stream); break;
-    default: launch<8>(w, x, x_stride, out, rows, k, stream); break;
-  }
-  return cudaGetLastError();
+  return run<1>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+cudaError_t gemv_v1_batch4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                           int64_t k, int cols, cudaStream_t stream) {
+  return run<4>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 }  // namespace gemv
