@@ -22,7 +22,7 @@ namespace gdn {
 namespace {
 
 constexpr int C = kChunk;
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;  // 8 warps; 16 measured slower on the H200 (program.md)
 constexpr int kTileV = 32;  // value columns per scan CTA: one per lane
 constexpr int kWarps = kThreads / 32;
 
@@ -102,20 +102,25 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
   b[1] = m[(col0 + r) * ld + k0 + q + 4];
 }
 
-// acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j = 0, 1, on
+// The C x 32 products of a chunk (U, O) are 4 x 4 tiles of 16 x 8; a warp takes kJ of them in a
+// row: rows from trow0, column tiles tcol0 .. tcol0 + kJ.
+constexpr int kJ = 16 / kWarps;
+static_assert(kJ >= 1 && 4 % kJ == 0, "the chunk's tiles split evenly over the warps");
+
+// acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j < kJ, on
 // tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. k_end is a multiple of
 // 16: even and odd k steps go to separate accumulators, for twice the independent work.
 template <int kLdA, int kLdB>
-__device__ __forceinline__ void mma_rows(float (&acc)[2][4], const float* a, const float* b, int row0, int tile0,
+__device__ __forceinline__ void mma_rows(float (&acc)[kJ][4], const float* a, const float* b, int row0, int tile0,
                                          int k_end, int lane) {
-  Acc3 part[2][2];  // [k step parity][j]
+  Acc3 part[2][kJ];  // [k step parity][j]
   for (int k0 = 0; k0 < k_end; k0 += 16) {
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
       float fa[4];
       load_a(fa, a, kLdA, row0, k0 + 8 * p, lane);
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
+      for (int j = 0; j < kJ; ++j) {
         float fb[2];
         load_b(fb, b, kLdB, k0 + 8 * p, 8 * (tile0 + j), lane);
         part[p][j].add(fa, fb);
@@ -123,7 +128,7 @@ __device__ __forceinline__ void mma_rows(float (&acc)[2][4], const float* a, con
     }
   }
 #pragma unroll
-  for (int j = 0; j < 2; ++j)
+  for (int j = 0; j < kJ; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] += part[0][j].sum(e) + part[1][j].sum(e);
 }
@@ -206,15 +211,16 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
     p[t * C + u] = decay * qk;
   };
   if constexpr (kTC) {
-    // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each; a warp takes a row of 16 and half the columns.
-    const int row0 = 16 * (warp >> 1), col_tile0 = 4 * (warp & 1);
-    Acc3 kk[4], qk[4];
+    // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each, kP of them in a row per warp.
+    constexpr int kP = 32 / kWarps;
+    const int row0 = 16 * (warp / (8 / kP)), col_tile0 = (warp % (8 / kP)) * kP;
+    Acc3 kk[kP], qk[kP];
     for (int k0 = 0; k0 < D; k0 += 8) {
       float fk[4], fq[4];
       load_a(fk, ks, L::kX, row0, k0, lane);
       load_a(fq, qs, L::kX, row0, k0, lane);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < kP; ++j) {
         float fb[2];
         load_b_t(fb, ks, L::kX, k0, 8 * (col_tile0 + j), lane);
         kk[j].add(fk, fb);
@@ -223,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
     }
     const int r = lane >> 2, q = lane & 3;
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < kP; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         store(row0 + r + 8 * (e >> 1), 8 * (col_tile0 + j) + 2 * q + (e & 1), kk[j].sum(e), qk[j].sum(e));
@@ -342,9 +348,8 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D + int64_t{col} * D;
   for (int i = warp; i < D; i += kWarps) st[i * L::kS + lane] = s0[i];
 
-  // v2's tiles of the chunk's C x 32 products: a warp takes rows 16 (warp / 2).. and column
-  // tiles 2 (warp % 2) and the next.
-  const int trow0 = 16 * (warp >> 1), tcol0 = 2 * (warp & 1);
+  // v2's tiles of the chunk's C x 32 products (see kJ).
+  const int trow0 = 16 * (warp / (4 / kJ)), tcol0 = (warp % (4 / kJ)) * kJ;
 
   for (int64_t c = 0; c < s.chunks; ++c) {
     const int64_t t0 = c * C;
@@ -360,10 +365,10 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 
     // U = U' - W S.
     if constexpr (kTC) {
-      float acc[2][4] = {};
+      float acc[kJ][4] = {};
       mma_rows<L::kX, L::kS>(acc, ws, st, trow0, tcol0, D, lane);
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
@@ -396,16 +401,16 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
     const int64_t o_token = int64_t{a.Hv} * D;
     if constexpr (kTC) {
-      float acc[2][4] = {};
+      float acc[kJ][4] = {};
       mma_rows<L::kX, L::kS>(acc, qx, st, trow0, tcol0, D, lane);
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][e] *= ge[trow0 + r + 8 * (e >> 1)];
       // P is lower triangular: columns past this row tile's last row add nothing.
       mma_rows<L::kA, L::kS>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
@@ -452,9 +457,10 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     const float glast = ge[n - 1];
     if constexpr (kTC) {
       // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i]: D / 16 x 4 tiles of 16 x 8,
-      // a warp taking D / 32 of them (D = 128: a row of tiles; D = 64: half a row).
-      constexpr int kTiles = D / 32;
-      const int srow0 = 16 * (D == 128 ? warp : warp >> 1), scol0 = D == 128 ? 0 : 2 * (warp & 1);
+      // kTiles of them in a row per warp.
+      constexpr int kTiles = D / (4 * kWarps);
+      static_assert(kTiles >= 1, "every warp has a tile of the state");
+      const int srow0 = 16 * (warp / (4 / kTiles)), scol0 = (warp % (4 / kTiles)) * kTiles;
       Acc3 acc[kTiles];
       for (int k0 = 0; k0 < C; k0 += 8) {
         float fa[4];
