@@ -2,34 +2,29 @@
 // lanes walk the row's 32-value blocks in steps of 32 (consecutive lanes, consecutive blocks: the
 // warp's weight loads are contiguous), each lane keeping one partial sum per column, so every
 // weight block is read once whatever the column count. Per block and column the dot product is
-// exact in integers: the nibbles are unpacked, 8 subtracted bytewise (__vsubss4), and signed
+// exact in integers: the nibbles are unpacked, 8 subtracted bytewise (q4_device.cuh), and signed
 // dp4a accumulates (q_w - 8) * q_a; one float multiply by d_w * d_a adds it in. A warp
 // reduction per column ends the row.
 #include <cuda_fp16.h>
 
 #include "device.cuh"
 #include "kernel.cuh"
+#include "q4_device.cuh"
 
 namespace gemv {
 namespace {
-
-// A Q4_0 block is 18 bytes, so its quants are only 2-byte aligned: read them as halves.
-__device__ __forceinline__ int load_q4(const uint8_t* qs, int i) {
-  const uint16_t* p = reinterpret_cast<const uint16_t*>(qs) + 2 * i;
-  return static_cast<int>(p[0] | (static_cast<uint32_t>(p[1]) << 16));
-}
 
 // One block of a row against every column: the exact integer dot product, then one multiply-add.
 template <int kCols>
 __device__ __forceinline__ void add_block(float (&acc)[kCols], const BlockQ4_0& wb, const BlockQ8_1* x,
                                           int64_t x_stride, int64_t b) {
-  const float dw = __half2float(__ushort_as_half(wb.d));
+  const float dw = half_bits(wb.d);
   int lo[4], hi[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int v = load_q4(wb.qs, i);
-    lo[i] = __vsubss4(v & 0x0F0F0F0F, 0x08080808);         // elements 4i..4i+3, minus 8
-    hi[i] = __vsubss4((v >> 4) & 0x0F0F0F0F, 0x08080808);  // elements 16+4i.., minus 8
+    const int v = quants_at(wb.qs, i);
+    lo[i] = low_minus_8(v);   // elements 4i..4i+3
+    hi[i] = high_minus_8(v);  // elements 16+4i..
   }
 #pragma unroll
   for (int c = 0; c < kCols; ++c) {
@@ -41,7 +36,7 @@ __device__ __forceinline__ void add_block(float (&acc)[kCols], const BlockQ4_0& 
       sumi = __dp4a(lo[i], xq[i], sumi);
       sumi = __dp4a(hi[i], xq[4 + i], sumi);
     }
-    acc[c] += dw * __half2float(__ushort_as_half(xb->d)) * static_cast<float>(sumi);
+    acc[c] += dw * half_bits(xb->d) * static_cast<float>(sumi);
   }
 }
 

@@ -18,21 +18,12 @@
 
 #include "device.cuh"
 #include "kernel.cuh"
+#include "q4_device.cuh"
 
 namespace gemv {
 namespace {
 
 constexpr int kWarps = 8;
-
-__device__ __forceinline__ float half_at(const void* p) {
-  return __half2float(__ushort_as_half(*static_cast<const uint16_t*>(p)));
-}
-
-// Bytes 4t..4t+3 of a Q4_0 block's quants: only 2-byte aligned, so two halves.
-__device__ __forceinline__ int quants_at(const BlockQ4_0* b, int t) {
-  const uint16_t* p = reinterpret_cast<const uint16_t*>(b->qs) + 2 * t;
-  return static_cast<int>(p[0] | (static_cast<uint32_t>(p[1]) << 16));
-}
 
 template <int kTiles, int kUnroll>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restrict__ w, const BlockQ8_1* __restrict__ x,
@@ -75,23 +66,21 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const bool ok = in && row_ok[m][h];
-          wq[u][m][h] = ok ? quants_at(wr[m][h] + bb, t) : 0;
-          dw[u][m][h] = ok ? half_at(&wr[m][h][bb].d) : 0.0f;
+          wq[u][m][h] = ok ? quants_at(wr[m][h][bb].qs, t) : 0;
+          dw[u][m][h] = ok ? half_bits(wr[m][h][bb].d) : 0.0f;
         }
       const int* q = reinterpret_cast<const int*>(xb[in ? bb : 0].qs);
       bq[u][0] = in && b_ok ? q[t] : 0;
       bq[u][1] = in && b_ok ? q[4 + t] : 0;
-      da[u][0] = in && s0_ok ? half_at(&xs0[bb].d) : 0.0f;
-      da[u][1] = in && s1_ok ? half_at(&xs1[bb].d) : 0.0f;
+      da[u][0] = in && s0_ok ? half_bits(xs0[bb].d) : 0.0f;
+      da[u][1] = in && s1_ok ? half_bits(xs1[bb].d) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
       for (int m = 0; m < kTiles; ++m) {
-        const int lo0 = __vsubss4(wq[u][m][0] & 0x0F0F0F0F, 0x08080808);
-        const int lo1 = __vsubss4(wq[u][m][1] & 0x0F0F0F0F, 0x08080808);
-        const int hi0 = __vsubss4((wq[u][m][0] >> 4) & 0x0F0F0F0F, 0x08080808);
-        const int hi1 = __vsubss4((wq[u][m][1] >> 4) & 0x0F0F0F0F, 0x08080808);
+        const int lo0 = low_minus_8(wq[u][m][0]), lo1 = low_minus_8(wq[u][m][1]);
+        const int hi0 = high_minus_8(wq[u][m][0]), hi1 = high_minus_8(wq[u][m][1]);
         int c[4];
         mma_s8_m16n8k32(c, lo0, lo1, hi0, hi1, bq[u][0], bq[u][1], zero);
         acc[m][0] += static_cast<float>(c[0]) * (dw[u][m][0] * da[u][0]);

@@ -16,6 +16,7 @@
 
 #include "device.cuh"
 #include "kernel.cuh"
+#include "q4_device.cuh"
 
 namespace gemv {
 namespace staged {  // named: kernel_emu.cc compiles every variant in one unit
@@ -24,8 +25,6 @@ constexpr int kWarps = 8;
 constexpr int kSuper = 8;                              // blocks per stage
 constexpr int kRowBytes = kSuper * sizeof(BlockQ4_0);  // 144: a stage's bytes of one row
 constexpr int kPieces = kRowBytes / 16;                // its 16-byte copies
-
-__device__ __forceinline__ float half_bits(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
 
 // A stage's activation fragments for one lane: column g's quants 4t.. and 16+4t.. of each
 // block, and the scales of columns 2t and 2t+1.
@@ -117,10 +116,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
             dw[h] = half_bits(b16[0]);
             wq[h] = static_cast<int>(b16[1 + 2 * t] | (static_cast<uint32_t>(b16[2 + 2 * t]) << 16));
           }
-          const int lo0 = __vsubss4(wq[0] & 0x0F0F0F0F, 0x08080808);
-          const int lo1 = __vsubss4(wq[1] & 0x0F0F0F0F, 0x08080808);
-          const int hi0 = __vsubss4((wq[0] >> 4) & 0x0F0F0F0F, 0x08080808);
-          const int hi1 = __vsubss4((wq[1] >> 4) & 0x0F0F0F0F, 0x08080808);
+          const int lo0 = low_minus_8(wq[0]), lo1 = low_minus_8(wq[1]);
+          const int hi0 = high_minus_8(wq[0]), hi1 = high_minus_8(wq[1]);
           int c[4];
           mma_s8_m16n8k32(c, lo0, lo1, hi0, hi1, cur.q[u][0], cur.q[u][1], zero);
           acc[m][0] += static_cast<float>(c[0]) * (dw[0] * cur.d[u][0]);
