@@ -95,7 +95,7 @@ case $stage in
     ;;
   e2e)
     synth_models
-    for switch in "" ONEBIT_GDN_PREFILL=1 ONEBIT_GDN_PREFILL=2; do
+    for switch in "" ONEBIT_GDN_PREFILL=1 ONEBIT_GDN_PREFILL=2 ONEBIT_GDN_PREFILL=3; do
       echo "== ${switch:-no switch}: pp2048 on the hybrid"
       env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md
     done >"$out/e2e-gdn.md" 2>&1

@@ -78,7 +78,59 @@ struct Acc3 {
     mma_tf32_m16n8k8(hl, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], hl);
     mma_tf32_m16n8k8(hh, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], hh);
   }
+  // The same with B already split (bh a TF32 value; bl the rest, whose low bits the mma ignores).
+  __device__ __forceinline__ void add(const float (&a)[4], const float (&bh)[2], const float (&bl)[2]) {
+    float ah[4], al[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      ah[i] = to_tf32(a[i]);
+      al[i] = to_tf32(a[i] - ah[i]);
+    }
+    mma_tf32_m16n8k8(lh, al[0], al[1], al[2], al[3], bh[0], bh[1], lh);
+    mma_tf32_m16n8k8(hl, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], hl);
+    mma_tf32_m16n8k8(hh, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], hh);
+  }
   __device__ __forceinline__ float sum(int e) const { return hh[e] + (lh[e] + hl[e]); }
+};
+
+// A shared-memory matrix the scan keeps (the state tile, U): plain floats, or (v3) each value as
+// the pair (its TF32 high part, the exact rest), split once when written rather than by every
+// warp at every fragment it loads. get() gives the float back exactly either way.
+template <bool kSplit>
+struct Cells;
+template <>
+struct Cells<false> {
+  float* m;
+  int ld;
+  __device__ __forceinline__ float get(int i, int c) const { return m[i * ld + c]; }
+  __device__ __forceinline__ void set(int i, int c, float v) const { m[i * ld + c] = v; }
+  // The B fragment of mma.m16n8k8 at rows k0.., columns col0.., split.
+  __device__ __forceinline__ void load_b(float (&bh)[2], float (&bl)[2], int k0, int col0, int lane) const {
+    const int r = lane >> 2, q = lane & 3;
+    const float b0 = m[(k0 + q) * ld + col0 + r], b1 = m[(k0 + q + 4) * ld + col0 + r];
+    bh[0] = to_tf32(b0);
+    bh[1] = to_tf32(b1);
+    bl[0] = to_tf32(b0 - bh[0]);
+    bl[1] = to_tf32(b1 - bh[1]);
+  }
+};
+template <>
+struct Cells<true> {
+  float2* m;
+  int ld;
+  __device__ __forceinline__ float get(int i, int c) const { return m[i * ld + c].x + m[i * ld + c].y; }
+  __device__ __forceinline__ void set(int i, int c, float v) const {
+    const float hi = to_tf32(v);
+    m[i * ld + c] = float2{hi, v - hi};
+  }
+  __device__ __forceinline__ void load_b(float (&bh)[2], float (&bl)[2], int k0, int col0, int lane) const {
+    const int r = lane >> 2, q = lane & 3;
+    const float2 b0 = m[(k0 + q) * ld + col0 + r], b1 = m[(k0 + q + 4) * ld + col0 + r];
+    bh[0] = b0.x;
+    bh[1] = b1.x;
+    bl[0] = b0.y;
+    bl[1] = b1.y;
+  }
 };
 
 // Fragments of mma.m16n8k8 (PTX ISA): with r = lane / 4 and q = lane % 4, A holds (r, q),
@@ -110,8 +162,8 @@ static_assert(kJ >= 1 && 4 % kJ == 0, "the chunk's tiles split evenly over the w
 // acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j < kJ, on
 // tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. k_end is a multiple of
 // 16: even and odd k steps go to separate accumulators, for twice the independent work.
-template <int kLdA, int kLdB>
-__device__ __forceinline__ void mma_rows(float (&acc)[kJ][4], const float* a, const float* b, int row0, int tile0,
+template <int kLdA, class B>
+__device__ __forceinline__ void mma_rows(float (&acc)[kJ][4], const float* a, const B& b, int row0, int tile0,
                                          int k_end, int lane) {
   Acc3 part[2][kJ];  // [k step parity][j]
   for (int k0 = 0; k0 < k_end; k0 += 16) {
@@ -121,9 +173,9 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kJ][4], const float* a, co
       load_a(fa, a, kLdA, row0, k0 + 8 * p, lane);
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
-        float fb[2];
-        load_b(fb, b, kLdB, k0 + 8 * p, 8 * (tile0 + j), lane);
-        part[p][j].add(fa, fb);
+        float bh[2], bl[2];
+        b.load_b(bh, bl, k0 + 8 * p, 8 * (tile0 + j), lane);
+        part[p][j].add(fa, bh, bl);
       }
     }
   }
@@ -283,14 +335,20 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   }
 }
 
-template <int D, bool kTC>
+// Row stride, in pairs, of the split state and U (v3): 36 puts a fragment's 64-bit loads on 32
+// distinct banks in each half-warp.
+constexpr int kSplitLd = kTileV + 4;
+
+template <int D, bool kTC, bool kSplit>
 constexpr size_t scan_smem() {
   using L = Strides<D, kTC>;
-  return sizeof(float) * (D * L::kS + 2 * C * L::kS + 3 * C * L::kX + C * L::kA);
+  const size_t kept = kSplit ? sizeof(float2) * (D + C) * kSplitLd : sizeof(float) * (D + C) * L::kS;
+  return kept + sizeof(float) * (C * L::kS + 3 * C * L::kX + C * L::kA);
 }
 
-template <int D, bool kTC>
+template <int D, bool kTC, bool kSplit>
 __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
+  static_assert(kTC || !kSplit, "only the tensor-core form keeps split operands");
   using L = Strides<D, kTC>;
   constexpr int kRowsT = C / kWarps;  // chunk rows per warp
   constexpr int kRowsI = D / kWarps;  // state rows per warp
@@ -302,10 +360,22 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const float scale = rsqrtf(static_cast<float>(D));
 
-  DYNAMIC_SHARED(float, smem);
-  float* st = smem;                // [D][kS]: S[i][col] of this CTA's columns
-  float* us = st + D * L::kS;      // [C][kS]: U
-  float* up = us + C * L::kS;      // [C][kS]: U' (this CTA's columns)
+  DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned
+  float* smem = reinterpret_cast<float*>(smem4);
+  // The state tile S[i][col] of this CTA's columns ([D] rows) and U ([C] rows).
+  Cells<kSplit> st, us;
+  float* after;
+  if constexpr (kSplit) {
+    float2* pairs = reinterpret_cast<float2*>(smem);
+    st = {pairs, kSplitLd};
+    us = {pairs + D * kSplitLd, kSplitLd};
+    after = reinterpret_cast<float*>(pairs + (D + C) * kSplitLd);
+  } else {
+    st = {smem, L::kS};
+    us = {smem + D * L::kS, L::kS};
+    after = smem + (D + C) * L::kS;
+  }
+  float* up = after;               // [C][kS]: U' (this CTA's columns)
   float* ws = up + C * L::kS;      // [C][kX]: W
   float* qx = ws + C * L::kX;      // [C][kX]: Q
   float* kx = qx + C * L::kX;      // [C][kX]: K
@@ -346,7 +416,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   issue_qp(0);
   issue_k(0);
   const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D + int64_t{col} * D;
-  for (int i = warp; i < D; i += kWarps) st[i * L::kS + lane] = s0[i];
+  for (int i = warp; i < D; i += kWarps) st.set(i, lane, s0[i]);
 
   // v2's tiles of the chunk's C x 32 products (see kJ).
   const int trow0 = 16 * (warp / (4 / kJ)), tcol0 = (warp % (4 / kJ)) * kJ;
@@ -366,13 +436,13 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     // U = U' - W S.
     if constexpr (kTC) {
       float acc[kJ][4] = {};
-      mma_rows<L::kX, L::kS>(acc, ws, st, trow0, tcol0, D, lane);
+      mma_rows<L::kX>(acc, ws, st, trow0, tcol0, D, lane);
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
-          us[t * L::kS + cc] = t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f;
+          us.set(t, cc, t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f);
         }
     } else {
       float acc[kRowsT];
@@ -382,14 +452,14 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         acc[rr] = t < n ? up[t * L::kS + lane] : 0.0f;
       }
       for (int i = 0; i < D; ++i) {
-        const float sv = st[i * L::kS + lane];
+        const float sv = st.get(i, lane);
 #pragma unroll
         for (int rr = 0; rr < kRowsT; ++rr) acc[rr] -= ws[(warp * kRowsT + rr) * L::kX + i] * sv;
       }
 #pragma unroll
       for (int rr = 0; rr < kRowsT; ++rr) {
         const int t = warp * kRowsT + rr;
-        us[t * L::kS + lane] = t < n ? acc[rr] : 0.0f;
+        us.set(t, lane, t < n ? acc[rr] : 0.0f);
       }
     }
     __syncthreads();  // U is complete; W and U' are free
@@ -402,13 +472,13 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     const int64_t o_token = int64_t{a.Hv} * D;
     if constexpr (kTC) {
       float acc[kJ][4] = {};
-      mma_rows<L::kX, L::kS>(acc, qx, st, trow0, tcol0, D, lane);
+      mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][e] *= ge[trow0 + r + 8 * (e >> 1)];
       // P is lower triangular: columns past this row tile's last row add nothing.
-      mma_rows<L::kA, L::kS>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
+      mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
@@ -419,7 +489,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     } else {
       float acc[kRowsT] = {};
       for (int i = 0; i < D; ++i) {
-        const float sv = st[i * L::kS + lane];
+        const float sv = st.get(i, lane);
 #pragma unroll
         for (int rr = 0; rr < kRowsT; ++rr) acc[rr] += qx[(warp * kRowsT + rr) * L::kX + i] * sv;
       }
@@ -427,7 +497,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       for (int rr = 0; rr < kRowsT; ++rr) {
         const int t = warp * kRowsT + rr;
         float o = ge[t] * acc[rr];
-        for (int u = 0; u <= t; ++u) o += ps[t * L::kA + u] * us[u * L::kS + lane];
+        for (int u = 0; u <= t; ++u) o += ps[t * L::kA + u] * us.get(u, lane);
         if (t < n) ob[t * o_token + lane] = o * scale;
       }
     }
@@ -448,8 +518,8 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 #pragma unroll
         for (int rr = 0; rr < kRowsI; ++rr) {
           const int i = warp * kRowsI + rr;
-          float v = ge[t] * st[i * L::kS + lane];
-          for (int u = 0; u <= t; ++u) v += decay[u] * kx[u * L::kX + i] * us[u * L::kS + lane];
+          float v = ge[t] * st.get(i, lane);
+          for (int u = 0; u <= t; ++u) v += decay[u] * kx[u * L::kX + i] * us.get(u, lane);
           dst[i] = v;
         }
       }
@@ -470,9 +540,9 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         fa[3] = gtail[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r + 8];
 #pragma unroll
         for (int j = 0; j < kTiles; ++j) {
-          float fb[2];
-          load_b(fb, us, L::kS, k0, 8 * (scol0 + j), lane);
-          acc[j].add(fa, fb);
+          float bh[2], bl[2];
+          us.load_b(bh, bl, k0, 8 * (scol0 + j), lane);
+          acc[j].add(fa, bh, bl);
         }
       }
       float next[kTiles][4];
@@ -480,40 +550,40 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          next[j][e] = glast * st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)] + acc[j].sum(e);
+          next[j][e] = glast * st.get(srow0 + r + 8 * (e >> 1), 8 * (scol0 + j) + 2 * q + (e & 1)) + acc[j].sum(e);
       __syncthreads();  // every thread is done reading the old state and K
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          st[(srow0 + r + 8 * (e >> 1)) * L::kS + 8 * (scol0 + j) + 2 * q + (e & 1)] = next[j][e];
+          st.set(srow0 + r + 8 * (e >> 1), 8 * (scol0 + j) + 2 * q + (e & 1), next[j][e]);
     } else {
       float next[kRowsI];
 #pragma unroll
-      for (int rr = 0; rr < kRowsI; ++rr) next[rr] = glast * st[(warp * kRowsI + rr) * L::kS + lane];
+      for (int rr = 0; rr < kRowsI; ++rr) next[rr] = glast * st.get(warp * kRowsI + rr, lane);
       for (int u = 0; u < n; ++u) {
-        const float uv = gtail[u] * us[u * L::kS + lane];
+        const float uv = gtail[u] * us.get(u, lane);
 #pragma unroll
         for (int rr = 0; rr < kRowsI; ++rr) next[rr] += kx[u * L::kX + warp * kRowsI + rr] * uv;
       }
       __syncthreads();  // every thread is done reading K
       // A thread of v1 reads and writes only its own rows of st here.
 #pragma unroll
-      for (int rr = 0; rr < kRowsI; ++rr) st[(warp * kRowsI + rr) * L::kS + lane] = next[rr];
+      for (int rr = 0; rr < kRowsI; ++rr) st.set(warp * kRowsI + rr, lane, next[rr]);
     }
     issue_k(c + 1);
   }
   if (a.K == 1) {
     __syncthreads();
-    for (int i = warp; i < D; i += kWarps) snap_base[i] = st[i * L::kS + lane];
+    for (int i = warp; i < D; i += kWarps) snap_base[i] = st.get(i, lane);
   }
 }
 
-template <int D, bool kTC>
+template <int D, bool kTC, bool kSplit>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   auto* prep = gdn_prep<D, kTC>;
-  auto* scan = gdn_scan<D, kTC>;
-  constexpr int prep_bytes = prep_smem<D, kTC>(), scan_bytes = scan_smem<D, kTC>();
+  auto* scan = gdn_scan<D, kTC, kSplit>;
+  constexpr int prep_bytes = prep_smem<D, kTC>(), scan_bytes = scan_smem<D, kTC, kSplit>();
   static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
   cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
   if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
@@ -539,8 +609,15 @@ size_t gdn_prefill_scratch_bytes(const GdnArgs& a) {
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v) {
   if (!gdn_prefill_supported(a)) return cudaErrorInvalidValue;
   const Scratch s = carve(a, scratch);
-  if (v == Variant::kTensorCores) return a.S == 128 ? launch<128, true>(a, s, stream) : launch<64, true>(a, s, stream);
-  return a.S == 128 ? launch<128, false>(a, s, stream) : launch<64, false>(a, s, stream);
+  switch (v) {
+    case Variant::kTensorCores:
+      return a.S == 128 ? launch<128, true, false>(a, s, stream) : launch<64, true, false>(a, s, stream);
+    case Variant::kTensorCoresSplit:
+      return a.S == 128 ? launch<128, true, true>(a, s, stream) : launch<64, true, true>(a, s, stream);
+    case Variant::kSimt:
+      break;
+  }
+  return a.S == 128 ? launch<128, false, false>(a, s, stream) : launch<64, false, false>(a, s, stream);
 }
 
 }  // namespace gdn

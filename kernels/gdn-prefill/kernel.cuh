@@ -31,11 +31,14 @@ bool gdn_prefill_supported(const GdnArgs& a);
 // Device scratch the kernel needs for these arguments (per-chunk W, U', P and log-gates).
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a);
 enum class Variant {
-  kSimt,         // v1: every product in float32 SIMT arithmetic
-  kTensorCores,  // v2: the matrix products on TF32 tensor cores, 3xTF32 for float accuracy
+  kSimt,              // v1: every product in float32 SIMT arithmetic
+  kTensorCores,       // v2: the matrix products on TF32 tensor cores, 3xTF32 for float accuracy
+  kTensorCoresSplit,  // v3: v2 with the state and U kept split into TF32 parts in shared memory
 };
-constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores};
-inline const char* variant_name(Variant v) { return v == Variant::kSimt ? "v1" : "v2"; }
+constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores, Variant::kTensorCoresSplit};
+inline const char* variant_name(Variant v) {
+  return v == Variant::kSimt ? "v1" : v == Variant::kTensorCores ? "v2" : "v3";
+}
 
 // Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes (both variants).
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v = Variant::kSimt);
