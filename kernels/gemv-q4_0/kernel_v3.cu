@@ -59,16 +59,26 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
   const int64_t first = warp * per;
   const int64_t count = first >= supers ? 0 : (supers - first < per ? supers - first : per);
 
+  // A lane's pieces of every stage: their places in a stage and their first source bytes, worked
+  // out once (a stage moves each source on by kRowBytes).
+  constexpr int kLanePieces = (kRows * kPieces + 31) / 32;
+  const uint8_t* piece_src[kLanePieces];
+  int piece_dst[kLanePieces];
+#pragma unroll
+  for (int k = 0; k < kLanePieces; ++k) {
+    const int i = lane + 32 * k;
+    const int r = i / kPieces, p = i % kPieces;
+    const int64_t row = row0 + r < rows ? row0 + r : rows - 1;  // past the end: any real row, unused
+    piece_src[k] = i < kRows * kPieces ? reinterpret_cast<const uint8_t*>(w + row * nb) + first * kRowBytes + 16 * p
+                                       : nullptr;
+    piece_dst[k] = r * kRowBytes + 16 * p;
+  }
   auto issue = [&](int64_t j) {
     if (j < count) {
       uint8_t* dst = ring + (j % kStages) * kStageBytes;
-      const int64_t byte0 = (first + j) * kRowBytes;
-      for (int i = lane; i < kRows * kPieces; i += 32) {
-        const int r = i / kPieces, p = i % kPieces;
-        const int64_t row = row0 + r < rows ? row0 + r : rows - 1;  // past the end: any real row, unused
-        copy_async_16(dst + r * kRowBytes + 16 * p,
-                      reinterpret_cast<const uint8_t*>(w + row * nb) + byte0 + 16 * p);
-      }
+#pragma unroll
+      for (int k = 0; k < kLanePieces; ++k)
+        if (piece_src[k] != nullptr) copy_async_16(dst + piece_dst[k], piece_src[k] + j * kRowBytes);
     }
     async_commit();
   };
