@@ -1,7 +1,8 @@
-// gdn-prefill: the chunked (WY / UT) form in two kernels, in two variants: v1 does every product
-// in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the 3xTF32
-// split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps float
-// accuracy), mma.m16n8k8 fragments straight from shared memory.
+// gdn-prefill: the chunked (WY / UT) form in two kernels, in three variants: v1 does every
+// product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
+// 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
+// float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
+// state tile and U kept split in shared memory (Cells<true>).
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -12,8 +13,9 @@
 //         U = U' - W S;  O = scale (e^{G} Q S + P U);  snapshots;  S <- e^{G_last} S + K~^T U.
 //
 // Both kernels move their inputs with cp.async, every load of a chunk in flight at once: with one
-// CTA per SM nothing else hides a global load's latency. The scan streams the next chunk's W and
-// U' while it computes O, its Q and P while it updates the state, and its K during the next U.
+// CTA per SM nothing else hides a global load's latency. The scan loads the next chunk's W and U'
+// while it computes O, its Q and P during the snapshots and the state update, and its K during
+// the next chunk's U.
 #include "device.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
@@ -31,7 +33,7 @@ template <int D, bool kTC>
 struct Strides {
   static constexpr int kX = D + (kTC ? 4 : 1);       // chunk rows of k, q, W (floats)
   static constexpr int kA = C + (kTC ? 4 : 1);       // rows of A and P
-  static constexpr int kS = kTileV + (kTC ? 8 : 0);  // rows of the state tile and of U
+  static constexpr int kS = kTileV + (kTC ? 8 : 0);  // rows of the state tile, U and U' (v3 keeps the first two as pairs, kSplitLd apart)
 };
 
 struct Scratch {
