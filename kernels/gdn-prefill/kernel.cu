@@ -33,7 +33,7 @@ template <int D, bool kTC>
 struct Strides {
   static constexpr int kX = D + (kTC ? 4 : 1);       // chunk rows of k, q, W (floats)
   static constexpr int kA = C + (kTC ? 4 : 1);       // rows of A and P
-  static constexpr int kS = kTileV + (kTC ? 8 : 0);  // rows of the state tile, U and U' (v3 keeps the first two as pairs, kSplitLd apart)
+  static constexpr int kS = kTileV + (kTC ? 8 : 0);  // rows of the state tile, U and U' (v3: U' only)
 };
 
 struct Scratch {
