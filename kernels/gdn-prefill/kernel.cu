@@ -2,7 +2,7 @@
 // product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
 // 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
 // float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
-// state tile and U kept split in shared memory (Cells<true>).
+// state tile and U kept split in shared memory (Cells<true>) and two prep CTAs per SM.
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -211,13 +211,15 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
   }
 }
 
-template <int D, bool kTC>
+// kTwoPerSm (v3): V is loaded into Q's buffer once Q K^T is done, so that the shared memory of
+// two CTAs fits one SM and one CTA's waits overlap the other's work.
+template <int D, bool kTC, bool kTwoPerSm>
 constexpr size_t prep_smem() {
-  return sizeof(float) * (3 * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA);
+  return sizeof(float) * ((kTwoPerSm ? 2 : 3) * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA);
 }
 
-template <int D, bool kTC>
-__global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
+template <int D, bool kTC, bool kTwoPerSm>
+__global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs a, Scratch s) {
   using L = Strides<D, kTC>;
   const int c = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -227,16 +229,17 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
   const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
 
   DYNAMIC_SHARED(float, smem);
-  float* ks = smem;               // [C][kX]
-  float* qs = ks + C * L::kX;     // [C][kX]
-  float* vs = qs + C * L::kX;     // [C][kX]
-  float* as = vs + C * L::kX;     // [C][kA]
+  float* ks = smem;                                    // [C][kX]
+  float* qs = ks + C * L::kX;                          // [C][kX]
+  float* vs = kTwoPerSm ? qs : qs + C * L::kX;         // [C][kX]
+  float* as = (kTwoPerSm ? qs : vs) + C * L::kX;       // [C][kA]
   __shared__ double gs[C];
   __shared__ float betas[C], graw[C], wscale[C];
 
+  const float* v_rows = a.v + b * a.v_seq + h * a.v_head + t0 * a.v_token;
   load_rows_async<D>(ks, L::kX, a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token, a.k_token, n);
   load_rows_async<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
-  load_rows_async<D>(vs, L::kX, a.v + b * a.v_seq + h * a.v_head + t0 * a.v_token, a.v_token, n);
+  if constexpr (!kTwoPerSm) load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
   async_commit();
   if (threadIdx.x < C) {
     const int t = threadIdx.x;
@@ -301,6 +304,12 @@ __global__ void __launch_bounds__(kThreads) gdn_prep(GdnArgs a, Scratch s) {
     }
   }
   if (threadIdx.x < C) s.g[unit * C + threadIdx.x] = gs[threadIdx.x];
+  if constexpr (kTwoPerSm) {
+    __syncthreads();  // every warp is done with Q
+    load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
+    async_commit();
+    async_wait<0>();
+  }
   __syncthreads();
 
   // Forward substitution, one column of W (threads 0..D-1) or of U' (D..2D-1) per thread; the
@@ -583,9 +592,9 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 
 template <int D, bool kTC, bool kSplit>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
-  auto* prep = gdn_prep<D, kTC>;
+  auto* prep = gdn_prep<D, kTC, kSplit>;
   auto* scan = gdn_scan<D, kTC, kSplit>;
-  constexpr int prep_bytes = prep_smem<D, kTC>(), scan_bytes = scan_smem<D, kTC, kSplit>();
+  constexpr int prep_bytes = prep_smem<D, kTC, kSplit>(), scan_bytes = scan_smem<D, kTC, kSplit>();
   static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
   cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
   if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
