@@ -74,9 +74,9 @@ case $stage in
   stalls)
     sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats
               --section WarpStateStats --section MemoryWorkloadAnalysis)
-    # Launch order in the drivers' checks: gdn v1 prep, scan, v2 prep, scan; gemv v1 n1..n8,
-    # v1-batch4, v2, v2-wide (8 each), then v3 n1..n8.
-    ncu --clock-control none "${sections[@]}" -k regex:gdn_ --launch-skip 2 --launch-count 2 \
+    # Launch order in the drivers' checks: gdn v1 prep, scan, v2 prep, scan, v3 prep, scan; gemv
+    # v1 n1..n8, v1-batch4, v2, v2-wide (8 each), then v3 n1..n8.
+    ncu --clock-control none "${sections[@]}" -k regex:gdn_ --launch-skip 2 --launch-count 4 \
       .gpu/gdn_prefill_driver --no-engine --filter d128-h32-t1024-K1-harsh >"$out/stalls-gdn.txt" 2>&1 || true
     for skip in 0 32 39; do
       ncu --clock-control none "${sections[@]}" -k regex:gemv --launch-skip $skip --launch-count 1 \
@@ -111,7 +111,7 @@ case $stage in
     "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" --metric prompt "${bench_opts[@]}" \
       --json "$out/tune-llama.json" --html "$out/tune-llama.html" >"$out/tune-llama.txt" 2>"$out/tune-llama.err" || true
     "$bin/llama-bench" -m "$llama" -p 1800 -n 128 -ub 512,1024,2048 -fa 0,1 -r 3 -o md >"$out/llama-bench.md" 2>&1 || true
-    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --metric prompt "${bench_opts[@]}" \
+    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
       --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
     cat "$out/tune-llama.txt" "$out/tune-hybrid.txt"
     grep -E '^\|' "$out/llama-bench.md"
