@@ -145,11 +145,6 @@ __device__ __forceinline__ void load_a(float (&a)[4], const float* m, int ld, in
   a[2] = m[(row0 + r) * ld + k0 + q + 4];
   a[3] = m[(row0 + r + 8) * ld + k0 + q + 4];
 }
-__device__ __forceinline__ void load_b(float (&b)[2], const float* m, int ld, int k0, int col0, int lane) {
-  const int r = lane >> 2, q = lane & 3;
-  b[0] = m[(k0 + q) * ld + col0 + r];
-  b[1] = m[(k0 + q + 4) * ld + col0 + r];
-}
 __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, int k0, int col0, int lane) {
   const int r = lane >> 2, q = lane & 3;
   b[0] = m[(col0 + r) * ld + k0 + q];
