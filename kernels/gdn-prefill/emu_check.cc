@@ -3,7 +3,10 @@
 // threads in three orders. It must meet the accuracy bar against the float64 oracle (attention and
 // snapshots), give bit-identical results in every order (a difference means a shared-memory
 // race), leave the snapshot slots it must not write untouched, and trip none of the emulator's
-// checks (divergent barriers, launch limits, shared memory without the opt-in).
+// checks (divergent barriers, launch limits, shared memory without the opt-in). With q, k and v
+// where 16-byte copies cannot reach them (the kernel then copies 4 bytes at a time) the results
+// must be the same bits.
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -15,6 +18,19 @@
 #include "reference.h"
 
 using namespace gdn;
+
+namespace {
+
+// A copy of v at an address 4 bytes past a 16-byte boundary, inside `storage`.
+const float* misaligned_copy(const std::vector<float>& v, std::vector<float>& storage) {
+  storage.assign(v.size() + 4, 0.0f);
+  size_t at = 0;
+  while ((reinterpret_cast<uintptr_t>(storage.data() + at) & 15) != 4) ++at;
+  std::memcpy(storage.data() + at, v.data(), v.size() * sizeof(float));
+  return storage.data() + at;
+}
+
+}  // namespace
 
 int main() {
   int failures = 0;
@@ -54,6 +70,20 @@ int main() {
           }
         }
         if (first.empty()) continue;
+        if (m == all_modes().front()) {
+          std::vector<float> qm, km, vm, out(static_cast<size_t>(p.out_elems()), kUnwritten);
+          const GdnArgs a = contiguous_args(s, misaligned_copy(p.q, qm), misaligned_copy(p.k, km),
+                                            misaligned_copy(p.v, vm), p.g.data(), p.beta.data(), p.state.data(),
+                                            out.data());
+          std::vector<double> scratch(gdn_prefill_scratch_bytes(a) / sizeof(double) + 1);
+          cuda_emu::set_order(cuda_emu::Order::kForward, 7);
+          cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
+          if (e == cudaSuccess) e = cudaGetLastError();
+          if (e != cudaSuccess || std::memcmp(first.data(), out.data(), out.size() * sizeof(float)) != 0) {
+            std::printf("case %s: q, k, v off 16-byte boundaries give other results\n", name.c_str());
+            ++failures;
+          }
+        }
         // Slots the op must not write (K > T) keep what the caller had there.
         for (int slot = written_slots(s); slot < s.K; ++slot)
           for (int64_t i = 0; i < p.snapshot_elems(); ++i)
