@@ -106,6 +106,9 @@ class EngineOp {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Whole lines even when redirected: ggml's messages on stderr would otherwise land mid-line
+  // and break the contract's lines that campaign.sh reads.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gdn_prefill_driver");
   double min_snr = std::numeric_limits<double>::infinity();
   bool all_close = true;

@@ -112,6 +112,9 @@ double copy_bandwidth() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Whole lines even when redirected: ggml's messages on stderr would otherwise land mid-line
+  // and break the contract's lines that campaign.sh reads.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gemv_q4_0_driver");
   std::vector<Variant> selected;
   for (const Variant& v : variants())
