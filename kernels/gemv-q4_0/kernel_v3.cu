@@ -87,16 +87,18 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
   const BlockQ8_1* xb = x + (b_ok ? g : 0) * x_stride;
   const BlockQ8_1* xs0 = x + (s0_ok ? 2 * t : 0) * x_stride;
   const BlockQ8_1* xs1 = x + (s1_ok ? 2 * t + 1 : 0) * x_stride;
+  // No branches: an absent column reads column 0's blocks and a stage past the warp's range reads
+  // blocks 0..7; neither result is ever used (absent columns' outputs are not written, and a stage
+  // past the range is not multiplied).
   auto load_x = [&](XFrag& f, int64_t j) {
-    const bool in = j < count;
+    const int64_t bb0 = j < count ? (first + j) * kSuper : 0;
 #pragma unroll
     for (int u = 0; u < kSuper; ++u) {
-      const int64_t bb = in ? (first + j) * kSuper + u : 0;
-      const int* q = reinterpret_cast<const int*>(xb[bb].qs);
-      f.q[u][0] = in && b_ok ? q[t] : 0;
-      f.q[u][1] = in && b_ok ? q[4 + t] : 0;
-      f.d[u][0] = in && s0_ok ? half_bits(xs0[bb].d) : 0.0f;
-      f.d[u][1] = in && s1_ok ? half_bits(xs1[bb].d) : 0.0f;
+      const int* q = reinterpret_cast<const int*>(xb[bb0 + u].qs);
+      f.q[u][0] = q[t];
+      f.q[u][1] = q[4 + t];
+      f.d[u][0] = half_bits(xs0[bb0 + u].d);
+      f.d[u][1] = half_bits(xs1[bb0 + u].d);
     }
   };
 
