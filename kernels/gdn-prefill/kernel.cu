@@ -2,7 +2,8 @@
 // product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
 // 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
 // float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
-// state tile and U kept split in shared memory (Cells<true>) and two prep CTAs per SM.
+// state tile and U kept split in shared memory (Cells<true>), two prep CTAs per SM and the K > 1
+// snapshots as tensor-core products.
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -513,37 +514,19 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     // The snapshots this chunk holds, then the next state.
     async_wait<2>();  // K
     __syncthreads();
-    if (a.K > 1) {
-      for (int t = 0; t < n; ++t) {
-        const int64_t slot = a.T - 1 - (t0 + t);
-        if (slot >= a.K) continue;
-        __syncthreads();  // decay[] of the previous snapshot is used up
-        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
-        __syncthreads();
-        float* dst = snap_base + slot * a.slot_stride;
-#pragma unroll
-        for (int rr = 0; rr < kRowsI; ++rr) {
-          const int i = warp * kRowsI + rr;
-          float v = ge[t] * st.get(i, lane);
-          for (int u = 0; u <= t; ++u) v += decay[u] * kx[u * L::kX + i] * us.get(u, lane);
-          dst[i] = v;
-        }
-      }
-    }
-    const float glast = ge[n - 1];
-    if constexpr (kTC) {
-      // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i]: D / 16 x 4 tiles of 16 x 8,
-      // kTiles of them in a row per warp.
-      constexpr int kTiles = D / (4 * kWarps);
-      static_assert(kTiles >= 1, "every warp has a tile of the state");
-      const int srow0 = 16 * (warp / (4 / kTiles)), scol0 = (warp % (4 / kTiles)) * kTiles;
-      Acc3 acc[kTiles];
-      for (int k0 = 0; k0 < C; k0 += 8) {
+    // The tensor-core forms' tiles of the D x 32 state (see rank_update).
+    constexpr int kTiles = kTC ? D / (4 * kWarps) : 1;
+    static_assert(kTiles >= 1, "every warp has a tile of the state");
+    const int srow0 = 16 * (warp / (4 / kTiles)), scol0 = (warp % (4 / kTiles)) * kTiles;
+    // acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]:
+    // D / 16 x 4 tiles of 16 x 8, kTiles of them in a row per warp.
+    auto rank_update = [&](Acc3 (&acc)[kTiles], const float* w, int k_end) {
+      for (int k0 = 0; k0 < k_end; k0 += 8) {
         float fa[4];
-        fa[0] = gtail[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r];
-        fa[1] = gtail[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r + 8];
-        fa[2] = gtail[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r];
-        fa[3] = gtail[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r + 8];
+        fa[0] = w[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r];
+        fa[1] = w[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r + 8];
+        fa[2] = w[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r];
+        fa[3] = w[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r + 8];
 #pragma unroll
         for (int j = 0; j < kTiles; ++j) {
           float bh[2], bl[2];
@@ -551,6 +534,44 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
           acc[j].add(fa, bh, bl);
         }
       }
+    };
+    if (a.K > 1) {
+      for (int t = 0; t < n; ++t) {
+        const int64_t slot = a.T - 1 - (t0 + t);
+        if (slot >= a.K) continue;
+        __syncthreads();  // decay[] of the previous snapshot is used up
+        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
+        __syncthreads();
+        if constexpr (kSplit) {
+          // S_t = e^{G_t} S + K~^T U with the decays to token t as weights (zero past t): the state
+          // update's product on tensor cores, over the rows up to t.
+          Acc3 acc[kTiles];
+          rank_update(acc, decay, (t + 8) & ~7);
+          float* head = a.state_out + (int64_t{b} * a.Hv + h) * D * D + slot * a.slot_stride;
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int i = srow0 + r + 8 * (e >> 1), cc = 8 * (scol0 + j) + 2 * q + (e & 1);
+              head[int64_t{col0 + cc} * D + i] = ge[t] * st.get(i, cc) + acc[j].sum(e);
+            }
+        } else {
+          float* dst = snap_base + slot * a.slot_stride;
+#pragma unroll
+          for (int rr = 0; rr < kRowsI; ++rr) {
+            const int i = warp * kRowsI + rr;
+            float v = ge[t] * st.get(i, lane);
+            for (int u = 0; u <= t; ++u) v += decay[u] * kx[u * L::kX + i] * us.get(u, lane);
+            dst[i] = v;
+          }
+        }
+      }
+    }
+    const float glast = ge[n - 1];
+    if constexpr (kTC) {
+      // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
+      Acc3 acc[kTiles];
+      rank_update(acc, gtail, C);
       float next[kTiles][4];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)

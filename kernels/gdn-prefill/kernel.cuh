@@ -33,7 +33,8 @@ size_t gdn_prefill_scratch_bytes(const GdnArgs& a);
 enum class Variant {
   kSimt,              // v1: every product in float32 SIMT arithmetic
   kTensorCores,       // v2: the matrix products on TF32 tensor cores, 3xTF32 for float accuracy
-  kTensorCoresSplit,  // v3: v2 with the state and U kept split into TF32 parts, two prep CTAs per SM
+  kTensorCoresSplit,  // v3: v2 with the state and U kept split into TF32 parts, two prep CTAs per
+                      // SM, snapshots on tensor cores
 };
 constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores, Variant::kTensorCoresSplit};
 inline const char* variant_name(Variant v) {
