@@ -9,7 +9,8 @@
 #   scripts/gpu_session.sh quick     the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
 #   scripts/gpu_session.sh profile   each kernel's own time and HBM / SM throughput under Nsight
-#                                    Compute (cold caches), from the drivers built here
+#                                    Compute (cold caches), from the drivers built here, and their
+#                                    machine code (cuobjdump, compressed) to study here
 #   scripts/gpu_session.sh stalls    Nsight Compute's occupancy, scheduler, warp-state and memory
 #                                    sections for one launch of each main kernel (why it waits)
 #   scripts/gpu_session.sh kernels   both kernel drivers with --bench-mode, and ctest -L cuda
@@ -70,6 +71,7 @@ case $stage in
     ncu --clock-control none --metrics $metrics --csv -k regex:gemv .gpu/gemv_q4_0_driver --no-engine \
       --filter 4096x14336/normal >"$out/ncu-gemv.csv" 2>"$out/ncu-gemv.err" || true
     grep -c gpu__time_duration "$out/ncu-gdn.csv" "$out/ncu-gemv.csv" || tail -n 5 "$out/ncu-gdn.err"
+    for d in gdn_prefill_driver gemv_q4_0_driver; do cuobjdump -sass ".gpu/$d" | xz -6 >"$out/$d.sass.xz" || true; done
     ;;
   stalls)
     sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats
