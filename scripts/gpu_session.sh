@@ -34,8 +34,14 @@ hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
 synth_models() {
   local vocab=/tmp/onebit-vocab
   [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
-  [ -f "$hybrid" ] || "$bin/1bit" synth --like qwen35-9b --type q4_0 --vocab-dir $vocab -o "$hybrid" >/dev/null
-  [ -f "$llama" ] || "$bin/1bit" synth --like llama3-8b --type q4_0 --vocab-dir $vocab -o "$llama" >/dev/null
+  # Written under another name first: a call cut short must not leave a half file to reuse.
+  local like file
+  for like in qwen35-9b:$hybrid llama3-8b:$llama; do
+    file=${like#*:}
+    [ -f "$file" ] && continue
+    "$bin/1bit" synth --like "${like%%:*}" --type q4_0 --vocab-dir $vocab -o "${file%.gguf}.part.gguf" >/dev/null
+    mv "${file%.gguf}.part.gguf" "$file"
+  done
 }
 
 case $stage in
@@ -45,13 +51,16 @@ case $stage in
     ;;
   build-bg)
     rm -f /tmp/onebit-build.done
+    touch /tmp/onebit-build.started
     # Its own OUT: this call's $OUT is emptied before the next call.
-    OUT=/tmp/onebit-bg setsid nohup bash -c "\"$0\" build >/tmp/onebit-build.out 2>&1; echo \$? >/tmp/onebit-build.done" \
+    OUT=/tmp/onebit-bg setsid nohup bash -c "\"$root/scripts/gpu_session.sh\" build >/tmp/onebit-build.out 2>&1; echo \$? >/tmp/onebit-build.done" \
       >/dev/null 2>&1 &
     echo "build started in the background"
     ;;
   wait-build)
-    while [ ! -f /tmp/onebit-build.done ]; do sleep 2; done
+    [ -f /tmp/onebit-build.started ] || { echo "wait-build: no build-bg ran on this machine" >&2; exit 1; }
+    for _ in $(seq 450); do [ -f /tmp/onebit-build.done ] && break; sleep 2; done
+    [ -f /tmp/onebit-build.done ] || { echo "wait-build: the build is still running after 15 minutes" >&2; exit 1; }
     cp /tmp/onebit-bg/build.log "$out/" 2>/dev/null || true
     tail -n 3 /tmp/onebit-build.out
     exit "$(cat /tmp/onebit-build.done)"
@@ -59,7 +68,7 @@ case $stage in
   quick)
     for d in gdn_prefill_driver gemv_q4_0_driver; do
       .gpu/$d --bench-mode --reps 10 >"$out/$d-quick.log" 2>&1 || true
-      grep -hE '^(SNR|allclose):' "$out/$d-quick.log"
+      grep -hE '^(SNR|allclose):' "$out/$d-quick.log" || echo "$d: no SNR line (see $d-quick.log)"
     done
     grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
@@ -84,28 +93,28 @@ case $stage in
       ncu --clock-control none "${sections[@]}" -k regex:gemv --launch-skip $skip --launch-count 1 \
         .gpu/gemv_q4_0_driver --no-engine --filter 4096x14336/normal
     done >"$out/stalls-gemv.txt" 2>&1 || true
-    grep -hE '^  [a-z_]+<|Duration|Achieved Occupancy|No Eligible|Issued Warp|Stall' "$out/stalls-gdn.txt" "$out/stalls-gemv.txt" | head -60
+    grep -hE '^  [a-z_]+<|Duration|Achieved Occupancy|No Eligible|Issued Warp|Stall' "$out/stalls-gdn.txt" "$out/stalls-gemv.txt" | head -60 || true
     ;;
   kernels)
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1 || true
     "$bin/gdn_prefill_driver" --bench-mode --reps 10 >"$out/gdn-prefill.log" 2>&1 || true
     "$bin/gemv_q4_0_driver" --bench-mode --reps 5 >"$out/gemv-q4_0.log" 2>&1 || true
     (cd build && ctest -L cuda --output-on-failure) >"$out/ctest-cuda.log" 2>&1 || true
-    grep -hE '^(SNR|allclose):' "$out/gdn-prefill.log" "$out/gemv-q4_0.log"
-    grep -hE '^(case_ms|engine_ms):' "$out/gdn-prefill.log" | head -40
+    grep -hE '^(SNR|allclose):' "$out/gdn-prefill.log" "$out/gemv-q4_0.log" || echo "no SNR lines"
+    grep -hE '^(case_ms|engine_ms):' "$out/gdn-prefill.log" | head -40 || true
     tail -n 8 "$out/ctest-cuda.log"
     ;;
   e2e)
     synth_models
     for switch in "" ONEBIT_GDN_PREFILL=1 ONEBIT_GDN_PREFILL=2 ONEBIT_GDN_PREFILL=3; do
       echo "== ${switch:-no switch}: pp2048 on the hybrid"
-      env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md
+      env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
     done >"$out/e2e-gdn.md" 2>&1
     for switch in "" ONEBIT_GEMV_Q4_0=v2 ONEBIT_GEMV_Q4_0=v3 ONEBIT_GEMV_Q4_0=v3-wide ONEBIT_GEMV_Q4_0=v3-tall; do
       echo "== ${switch:-no switch}: tg128 on Llama 3 8B Q4_0"
-      env $switch "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 3 -fa 1 -o md
+      env $switch "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 3 -fa 1 -o md || echo "llama-bench failed"
     done >"$out/e2e-gemv.md" 2>&1
-    cat "$out/e2e-gdn.md" "$out/e2e-gemv.md" | grep -E '^==|\| (pp|tg)'
+    cat "$out/e2e-gdn.md" "$out/e2e-gemv.md" | grep -E '^==|\| (pp|tg)|failed' || true
     ;;
   tune)
     synth_models
@@ -116,7 +125,7 @@ case $stage in
     "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
       --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
     cat "$out/tune-llama.txt" "$out/tune-hybrid.txt"
-    grep -E '^\|' "$out/llama-bench.md"
+    grep -E '^\|' "$out/llama-bench.md" || true
     ;;
   *)
     echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune" >&2

@@ -28,6 +28,7 @@ constexpr int C = kChunk;
 constexpr int kThreads = 256;  // 8 warps; 16 measured slower on the H200 (program.md)
 constexpr int kTileV = 32;  // value columns per scan CTA: one per lane
 constexpr int kWarps = kThreads / 32;
+static_assert(kWarps == 8 || kWarps == 16, "the tile mappings and the substitution assume 8 or 16 warps");
 
 // Shared-memory row strides. v2's are padded so that its fragment loads hit 32 distinct banks.
 template <int D, bool kTC>
@@ -224,7 +225,8 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
 
-  DYNAMIC_SHARED(float, smem);
+  DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies and float4 reads need
+  float* smem = reinterpret_cast<float*>(smem4);
   float* ks = smem;                                    // [C][kX]
   float* qs = ks + C * L::kX;                          // [C][kX]
   float* vs = kTwoPerSm ? qs : qs + C * L::kX;         // [C][kX]
@@ -367,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const float scale = rsqrtf(static_cast<float>(D));
 
-  DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned
+  DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies need
   float* smem = reinterpret_cast<float*>(smem4);
   // The state tile S[i][col] of this CTA's columns ([D] rows) and U ([C] rows).
   Cells<kSplit> st, us;
@@ -634,7 +636,8 @@ size_t gdn_prefill_scratch_bytes(const GdnArgs& a) {
 }
 
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v) {
-  if (!gdn_prefill_supported(a)) return cudaErrorInvalidValue;
+  // The scan copies scratch in 16-byte pieces.
+  if (!gdn_prefill_supported(a) || reinterpret_cast<uintptr_t>(scratch) % 16 != 0) return cudaErrorInvalidValue;
   const Scratch s = carve(a, scratch);
   switch (v) {
     case Variant::kTensorCores:

@@ -41,7 +41,8 @@ inline const char* variant_name(Variant v) {
   return v == Variant::kSimt ? "v1" : v == Variant::kTensorCores ? "v2" : "v3";
 }
 
-// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes (both variants).
+// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes (every variant),
+// 16-byte aligned (cudaMalloc's and ggml's pools are).
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v = Variant::kSimt);
 
 }  // namespace gdn

@@ -10,8 +10,8 @@
 // Fragments are then read from shared memory. The activation fragments of the next stage are
 // loaded into registers while the current one is multiplied.
 //
-// Needs rows whose byte length is a multiple of 16 (k a multiple of 256) and 16-byte aligned W;
-// other shapes go to v2, which computes the same sums.
+// Needs rows whose byte length is a multiple of 16 (k a positive multiple of 256) and 16-byte
+// aligned W; other shapes go to v2, which computes the same sums.
 #include <cuda_fp16.h>
 
 #include "device.cuh"
@@ -165,7 +165,8 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
                    int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   const int64_t nb = k / kBlock;
-  if (nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return gemv_v2(w, x, x_stride, out, rows, k, cols, stream);
+  if (nb < kSuper || nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
+    return gemv_v2(w, x, x_stride, out, rows, k, cols, stream);
   auto* kernel = gemv_staged<kTiles, kStages>;
   constexpr int bytes = static_cast<int>(smem_bytes<kTiles, kStages>());
   static std::atomic<uint64_t> ready{0};

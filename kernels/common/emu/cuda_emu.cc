@@ -447,7 +447,11 @@ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1
 }
 
 void copy_async(void* dst, const void* src, int bytes) {
-  emu().fibers[emu().current].open_group.push_back({dst, src, bytes});
+  Emulator& e = emu();
+  if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % static_cast<uintptr_t>(bytes) != 0)
+    problem(block_name() + ": cp.async of " + std::to_string(bytes) + " bytes at an address not aligned to it");
+  if (e.order == Order::kShuffled) std::memcpy(dst, src, static_cast<size_t>(bytes));
+  else e.fibers[e.current].open_group.push_back({dst, src, bytes});
 }
 
 void copy_async_commit() {

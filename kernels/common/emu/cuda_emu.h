@@ -13,7 +13,7 @@
 // another order (set_order) and comparing results exposes most shared-memory races. Dynamic
 // shared memory starts as NaN; static __shared__ arrays keep what the previous block left. Floating-point results differ from the GPU's in the last bits
 // (host expf, no fused multiply-add unless the compiler contracts). Asynchronous copies (cp.async)
-// land at the wait that covers them, so a read before its wait is caught.
+// land at the wait that covers them, or at once in the shuffled order (copy_async below).
 #pragma once
 
 #include <cmath>
@@ -85,10 +85,13 @@ float round_to_tf32(float x);
 
 float half_bits_to_float(uint16_t h);
 
-// cp.async: a copy from global to shared memory that lands only when a later wait says so. Copies
-// are queued per thread and grouped by commit; wait(n) completes all but the n newest groups. A
-// kernel that reads shared memory before waiting for its copy reads what was there before
-// (dynamic shared memory starts as NaN), as it could on the GPU.
+// cp.async: a copy from global to shared memory that may land any time between its issue and the
+// wait that covers it. Copies are grouped by commit; wait(n) completes all but the n newest
+// groups. In the forward and reverse orders a copy lands at that wait, so a read before the wait
+// sees what was there before (dynamic shared memory starts as NaN); in the shuffled order it
+// lands at once, so a copy issued while other threads still read its destination shows too.
+// Both need the results of the orders compared. A copy at an address not aligned to its size is
+// reported, as the GPU would fault.
 void copy_async(void* dst, const void* src, int bytes);
 void copy_async_commit();
 void copy_async_wait(int pending);

@@ -110,6 +110,28 @@ __global__ void async_copies(const float* src, float* out, bool wait_all) {
   out[32 + threadIdx.x] = cells[32 + 4 * threadIdx.x];
 }
 
+// A bug on purpose: each thread copies into its neighbour's cell before the barrier after which
+// the neighbour has read it. Landing at the wait (after that barrier) hides it; landing at issue,
+// as the GPU may, shows it.
+__global__ void early_copy(const float* src, float* out) {
+  DYNAMIC_SHARED(float, cells);
+  cells[threadIdx.x] = -1.0f;
+  __syncthreads();
+  copy_async_4(&cells[(threadIdx.x + 1) % 32], &src[threadIdx.x]);
+  async_commit();
+  const float seen = cells[threadIdx.x];
+  __syncthreads();
+  async_wait<0>();
+  out[threadIdx.x] = seen;
+}
+
+__global__ void misaligned_copy(const float* src) {
+  DYNAMIC_SHARED(float4, cells);
+  copy_async_16(&cells[threadIdx.x], src + 1);
+  async_commit();
+  async_wait<0>();
+}
+
 }  // namespace
 
 int main() {
@@ -211,6 +233,22 @@ int main() {
   expect(got[5] == 5.0f && got[32 + 5] == 32.0f + 20.0f, "cp.async copies land at the wait");
   LAUNCH(async_copies, 1, 32, 160 * sizeof(float), nullptr, src.data(), got.data(), false);
   expect(got[5] == 5.0f && std::isnan(got[32 + 5]), "a copy of a group still in flight has not landed");
+
+  std::vector<float> seen(32);
+  cuda_emu::set_order(cuda_emu::Order::kForward);
+  LAUNCH(early_copy, 1, 32, 32 * sizeof(float), nullptr, src.data(), seen.data());
+  bool all_old = true;
+  for (float v : seen) all_old = all_old && v == -1.0f;
+  cuda_emu::set_order(cuda_emu::Order::kShuffled, 5);
+  LAUNCH(early_copy, 1, 32, 32 * sizeof(float), nullptr, src.data(), seen.data());
+  bool some_new = false;
+  for (float v : seen) some_new = some_new || v != -1.0f;
+  expect(all_old && some_new, "a copy issued before the barrier that frees its destination shows in the shuffled order");
+  cuda_emu::set_order(cuda_emu::Order::kForward);
+  cuda_emu::clear_problems();
+  LAUNCH(misaligned_copy, 1, 4, 4 * sizeof(float4), nullptr, src.data());
+  expect(problem_mentions("not aligned"), "a 16-byte cp.async from a 4-byte-aligned address is reported");
+  cuda_emu::clear_problems();
 
   std::printf(failures ? "cuda_emu_test: %d failed\n" : "cuda_emu_test: all passed\n", failures);
   return failures ? 1 : 0;
