@@ -21,7 +21,7 @@ for f in "$@"; do
       on && /^\+/ { print substr($0, 2) }
     ' "$patch" | cmp -s - "$package/$f"; then
     echo "check_engine_patch: $(basename "$patch") carries another $path than $package/$f;" \
-         "run kernels/common/engine_patch.sh" >&2
+         "run kernels/common/engine_patch.sh $package" >&2
     status=1
   fi
 done

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Writes the engine patch that carries a kernel package into llama.cpp's CUDA backend: the
 # package's kernel sources under ggml/src/ggml-cuda/onebit-<package>/, one .cu beside them that
-# compiles the .cu files among them, and the package's hand-written dispatch (engine_dispatch.diff, against the pinned
-# source with the earlier patches of the queue applied). Run it after changing a kernel;
-# make test checks that the patch in the queue carries the kernel files as they are in the package.
+# compiles the .cu files among them, and the package's hand-written dispatch (engine_dispatch.diff,
+# against the pinned source with the earlier patches of the queue applied). The patch's name and
+# files are the package's PATCH and PATCH_FILES in its CMakeLists.txt, the list make test checks
+# the patch against. Run it after changing a kernel.
 #
-#   kernels/common/engine_patch.sh PACKAGE_DIR PATCH_NAME FILE...
-#   e.g. kernels/common/engine_patch.sh kernels/gdn-prefill 0002-cuda-gdn-prefill-chunked.patch \
-#            ../common/device.cuh kernel.cuh kernel_config.h kernel.cu
+#   kernels/common/engine_patch.sh PACKAGE_DIR        (e.g. kernels/gdn-prefill)
 set -euo pipefail
-usage="usage: engine_patch.sh PACKAGE_DIR PATCH_NAME FILE..."
-package=$(cd "${1:?$usage}" && pwd)
-name=${2:?$usage}
-shift 2
-[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+package=$(cd "${1:?usage: engine_patch.sh PACKAGE_DIR}" && pwd)
+name=$(sed -n 's/^ *PATCH //p' "$package/CMakeLists.txt")
+read -ra files <<<"$(sed -n 's/^ *PATCH_FILES //p' "$package/CMakeLists.txt")"
+if [ -z "$name" ] || [ ${#files[@]} -eq 0 ]; then
+  echo "engine_patch.sh: $package/CMakeLists.txt names no PATCH and PATCH_FILES" >&2
+  exit 2
+fi
+set -- "${files[@]}"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 queue=$root/patches/llama.cpp
 dir=onebit-$(basename "$package")
