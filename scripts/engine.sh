@@ -11,8 +11,8 @@
 #                    web UI assets: a few MB) as a tarball, for a machine with no registry
 #
 # The cache entry is keyed by the engine commit, the patch queue (names and contents), the build
-# options, the web UI, the compilers, this script and, for native CPU code, the CPU's feature flags: any change rebuilds,
-# and ccache keeps a rebuild short. A finished entry is reused in well under a second.
+# options, the web UI, the compilers, this script and, for native CPU code, the CPU's feature
+# flags: any change rebuilds, and ccache keeps a rebuild short. A finished entry is reused in well under a second.
 #
 # Environment:
 #   ONEBIT_LLAMA_SOURCE  a local engine: a git bundle, a git checkout holding the pinned commit,

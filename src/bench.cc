@@ -208,6 +208,12 @@ std::vector<std::pair<std::string, std::string>> take_env_assignments(std::vecto
   return env;
 }
 
+json env_object(const std::vector<std::pair<std::string, std::string>>& env) {
+  json object = json::object();
+  for (const auto& [k, v] : env) object[k] = v;
+  return object;
+}
+
 BenchConfig parse_bench_config(const std::string& spec) {
   size_t eq = spec.find('=');
   if (eq == std::string::npos) throw Error("--config \"" + spec + "\": expected NAME=ARGS");
@@ -254,11 +260,9 @@ std::vector<double> BenchRecord::values(const std::string& config, const std::st
 
 json BenchRecord::to_json() const {
   json cs = json::array();
-  for (const auto& c : configs) {
-    json env = json::object();
-    for (const auto& [k, v] : c.env) env[k] = v;
-    cs.push_back({{"name", c.name}, {"env", env}, {"args", c.args}, {"command", shell_assignments(c.env) + shell_join(c.args)}});
-  }
+  for (const auto& c : configs)
+    cs.push_back({{"name", c.name}, {"env", env_object(c.env)}, {"args", c.args},
+                  {"command", shell_assignments(c.env) + shell_join(c.args)}});
   json ss = json::array();
   for (const auto& s : samples) ss.push_back({{"config", s.config}, {"round", s.round}, {"metric", s.metric}, {"value", s.value}});
   json summary = json::object();

@@ -21,6 +21,8 @@ struct BenchConfig {
 
 // Moves the leading VAR=VALUE words of `words` out, as a shell takes a command's environment.
 std::vector<std::pair<std::string, std::string>> take_env_assignments(std::vector<std::string>& words);
+// The assignments as a JSON object {"VAR": "VALUE", ...} (records and recipes write them so).
+nlohmann::json env_object(const std::vector<std::pair<std::string, std::string>>& env);
 
 // Parses "NAME=ARGS" (ARGS shell-split, may be empty). As on a shell's command line, leading
 // words VAR=VALUE are environment for the configuration's serve and its engine (an engine switch

@@ -191,7 +191,7 @@ bool Responder::forward(const Upstream& to, const Request& req, const std::strin
     if (keyed && (iequals(h.name, "Authorization") || iequals(h.name, "X-Api-Key"))) continue;
     up.headers.push_back(h);
   }
-  if (keyed) up.headers.push_back({"Authorization", "Bearer " + to.key});
+  if (keyed) up.headers.push_back(to.authorization());
   if (!body.empty() || up.method == "POST" || up.method == "PUT" || up.method == "PATCH")
     up.headers.push_back({"Content-Length", std::to_string(body.size())});
   // Small bodies go out with the head in one write; large ones are not copied.

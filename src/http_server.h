@@ -40,6 +40,8 @@ using BodyTap = std::function<void(const char* data, size_t size)>;
 struct Upstream {
   int port = 0;
   std::string key;
+  // The header that presents the key to the engine.
+  Header authorization() const { return {"Authorization", "Bearer " + key}; }
 };
 
 class Responder {

@@ -41,7 +41,7 @@ bool nesting_within(const std::string& text, int max) {
 
 Headers LongRouter::headers() const {
   Headers h = {{"Content-Type", "application/json"}};
-  if (!main_.key.empty()) h.push_back({"Authorization", "Bearer " + main_.key});
+  if (!main_.key.empty()) h.push_back(main_.authorization());
   return h;
 }
 

@@ -68,11 +68,7 @@ TuneVerdict judge(const BenchRecord& r, const std::string& config, const std::st
 json recipe_body(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env) {
   json body = json::object();
   if (!args.empty()) body["args"] = args;
-  if (!env.empty()) {
-    json e = json::object();
-    for (const auto& [k, v] : env) e[k] = v;
-    body["env"] = e;
-  }
+  if (!env.empty()) body["env"] = env_object(env);
   return body;
 }
 
