@@ -52,7 +52,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
   const int64_t per = (nb + kWarps - 1) / kWarps;
   const int64_t first = warp * per, last = min(nb, first + per);
   float acc[kTiles][4] = {};
-  const int zero[4] = {0, 0, 0, 0};  // the mma's C: each block's product starts from zero
 
   for (int64_t b = first; b < last; b += kUnroll) {
     int wq[kUnroll][kTiles][2], bq[kUnroll][2];
@@ -79,33 +78,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma(const BlockQ4_0* __restr
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
       for (int m = 0; m < kTiles; ++m) {
-        const int lo0 = low_minus_8(wq[u][m][0]), lo1 = low_minus_8(wq[u][m][1]);
-        const int hi0 = high_minus_8(wq[u][m][0]), hi1 = high_minus_8(wq[u][m][1]);
-        int c[4];
-        mma_s8_m16n8k32(c, lo0, lo1, hi0, hi1, bq[u][0], bq[u][1], zero);
-        acc[m][0] += static_cast<float>(c[0]) * (dw[u][m][0] * da[u][0]);
-        acc[m][1] += static_cast<float>(c[1]) * (dw[u][m][0] * da[u][1]);
-        acc[m][2] += static_cast<float>(c[2]) * (dw[u][m][1] * da[u][0]);
-        acc[m][3] += static_cast<float>(c[3]) * (dw[u][m][1] * da[u][1]);
+        add_block_mma(acc[m], wq[u][m][0], wq[u][m][1], dw[u][m][0], dw[u][m][1], bq[u], da[u][0], da[u][1]);
       }
   }
 
-  __shared__ float partial[kWarps][kRows][8];
-#pragma unroll
-  for (int m = 0; m < kTiles; ++m) {
-    partial[warp][16 * m + g][2 * t] = acc[m][0];
-    partial[warp][16 * m + g][2 * t + 1] = acc[m][1];
-    partial[warp][16 * m + g + 8][2 * t] = acc[m][2];
-    partial[warp][16 * m + g + 8][2 * t + 1] = acc[m][3];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kRows * 8; i += kWarps * 32) {
-    const int r = i / 8, c = i % 8;
-    float sum = 0;
-#pragma unroll
-    for (int v = 0; v < kWarps; ++v) sum += partial[v][r][c];
-    if (row0 + r < rows && c < cols) out[c * rows + row0 + r] = sum;
-  }
+  store_warp_sums<kWarps, kTiles>(acc, row0, rows, cols, out);
 }
 
 template <int kTiles, int kUnroll>

@@ -103,7 +103,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
   };
 
   float acc[kTiles][4] = {};
-  const int zero[4] = {0, 0, 0, 0};  // the mma's C: each block's product starts from zero
   for (int j = 0; j < kStages - 1; ++j) issue(j);
   XFrag cur, next;
   load_x(cur, 0);
@@ -126,38 +125,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
             const uint16_t* b16 =
                 reinterpret_cast<const uint16_t*>(stage + (16 * m + 8 * h + g) * kRowBytes + u * sizeof(BlockQ4_0));
             dw[h] = half_bits(b16[0]);
-            wq[h] = static_cast<int>(b16[1 + 2 * t] | (static_cast<uint32_t>(b16[2 + 2 * t]) << 16));
+            wq[h] = quants_at(reinterpret_cast<const uint8_t*>(b16 + 1), t);
           }
-          const int lo0 = low_minus_8(wq[0]), lo1 = low_minus_8(wq[1]);
-          const int hi0 = high_minus_8(wq[0]), hi1 = high_minus_8(wq[1]);
-          int c[4];
-          mma_s8_m16n8k32(c, lo0, lo1, hi0, hi1, cur.q[u][0], cur.q[u][1], zero);
-          acc[m][0] += static_cast<float>(c[0]) * (dw[0] * cur.d[u][0]);
-          acc[m][1] += static_cast<float>(c[1]) * (dw[0] * cur.d[u][1]);
-          acc[m][2] += static_cast<float>(c[2]) * (dw[1] * cur.d[u][0]);
-          acc[m][3] += static_cast<float>(c[3]) * (dw[1] * cur.d[u][1]);
+          add_block_mma(acc[m], wq[0], wq[1], dw[0], dw[1], cur.q[u], cur.d[u][0], cur.d[u][1]);
         }
     }
     cur = next;
     __syncthreads();  // stage j's slot is read by everyone before it is filled again
   }
 
-  __shared__ float partial[kWarps][kRows][8];
-#pragma unroll
-  for (int m = 0; m < kTiles; ++m) {
-    partial[warp][16 * m + g][2 * t] = acc[m][0];
-    partial[warp][16 * m + g][2 * t + 1] = acc[m][1];
-    partial[warp][16 * m + g + 8][2 * t] = acc[m][2];
-    partial[warp][16 * m + g + 8][2 * t + 1] = acc[m][3];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kRows * 8; i += kWarps * 32) {
-    const int r = i / 8, c = i % 8;
-    float sum = 0;
-#pragma unroll
-    for (int v = 0; v < kWarps; ++v) sum += partial[v][r][c];
-    if (row0 + r < rows && c < cols) out[c * rows + row0 + r] = sum;
-  }
+  store_warp_sums<kWarps, kTiles>(acc, row0, rows, cols, out);
 }
 
 template <int kTiles, int kStages>
