@@ -140,6 +140,9 @@ struct Cells<true> {
 // Fragments of mma.m16n8k8 (PTX ISA): with r = lane / 4 and q = lane % 4, A holds (r, q),
 // (r + 8, q), (r, q + 4), (r + 8, q + 4); B holds (q, r), (q + 4, r); C holds (r, 2q), (r, 2q + 1),
 // (r + 8, 2q), (r + 8, 2q + 1). Row-major m[row * ld + col]; "t" loads the transpose.
+// Where element e (0..3) of a lane's C fragment of the 16 x 8 tile at (row0, 8 tile) lies.
+__device__ __forceinline__ int c_row(int row0, int lane, int e) { return row0 + (lane >> 2) + 8 * (e >> 1); }
+__device__ __forceinline__ int c_col(int tile, int lane, int e) { return 8 * tile + 2 * (lane & 3) + (e & 1); }
 __device__ __forceinline__ void load_a(float (&a)[4], const float* m, int ld, int row0, int k0, int lane) {
   const int r = lane >> 2, q = lane & 3;
   a[0] = m[(row0 + r) * ld + k0 + q];
@@ -282,12 +285,11 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
         qk[j].add(fq, fb);
       }
     }
-    const int r = lane >> 2, q = lane & 3;
 #pragma unroll
     for (int j = 0; j < kP; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        store(row0 + r + 8 * (e >> 1), 8 * (col_tile0 + j) + 2 * q + (e & 1), kk[j].sum(e), qk[j].sum(e));
+        store(c_row(row0, lane, e), c_col(col_tile0 + j, lane, e), kk[j].sum(e), qk[j].sum(e));
   } else {
     for (int idx = threadIdx.x; idx < C * C; idx += kThreads) {
       const int t = idx / C, u = idx % C;
@@ -450,7 +452,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
+          const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
           us.set(t, cc, t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f);
         }
     } else {
@@ -485,14 +487,14 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][e] *= ge[trow0 + r + 8 * (e >> 1)];
+        for (int e = 0; e < 4; ++e) acc[j][e] *= ge[c_row(trow0, lane, e)];
       // P is lower triangular: columns past this row tile's last row add nothing.
       mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int t = trow0 + r + 8 * (e >> 1), cc = 8 * (tcol0 + j) + 2 * q + (e & 1);
+          const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
           if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
         }
     } else {
@@ -554,7 +556,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
           for (int j = 0; j < kTiles; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int i = srow0 + r + 8 * (e >> 1), cc = 8 * (scol0 + j) + 2 * q + (e & 1);
+              const int i = c_row(srow0, lane, e), cc = c_col(scol0 + j, lane, e);
               head[int64_t{col0 + cc} * D + i] = ge[t] * st.get(i, cc) + acc[j].sum(e);
             }
         } else {
@@ -579,13 +581,13 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          next[j][e] = glast * st.get(srow0 + r + 8 * (e >> 1), 8 * (scol0 + j) + 2 * q + (e & 1)) + acc[j].sum(e);
+          next[j][e] = glast * st.get(c_row(srow0, lane, e), c_col(scol0 + j, lane, e)) + acc[j].sum(e);
       __syncthreads();  // every thread is done reading the old state and K
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          st.set(srow0 + r + 8 * (e >> 1), 8 * (scol0 + j) + 2 * q + (e & 1), next[j][e]);
+          st.set(c_row(srow0, lane, e), c_col(scol0 + j, lane, e), next[j][e]);
     } else {
       float next[kRowsI];
 #pragma unroll
