@@ -17,10 +17,10 @@
 #                                    (the drivers' checks and the engine's test-backend-ops)
 #   scripts/gpu_session.sh e2e       llama-bench with each engine switch off and on, on
 #                                    synthetic real-size models: pp2048 on a Qwen3.5-style hybrid
-#                                    (gdn-prefill), tg128 on Llama 3 8B Q4_0 (gemv-q4_0)
+#                                    (gdn-prefill), pp4-pp8 and tg128 on Llama 3 8B Q4_0 (gemv-q4_0)
 #   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
-#                                    ubatches) and on the hybrid (the gdn-prefill switch), and
-#                                    llama-bench on the same files
+#                                    ubatches) and llama-bench on the same file
+#   scripts/gpu_session.sh tune-hybrid  1bit tune on the hybrid (the gdn-prefill switch)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -29,7 +29,7 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune}
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid}
 hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
 synth_models() {
   local vocab=/tmp/onebit-vocab
@@ -110,11 +110,13 @@ case $stage in
       echo "== ${switch:-no switch}: pp2048 on the hybrid"
       env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
     done >"$out/e2e-gdn.md" 2>&1
-    for switch in "" ONEBIT_GEMV_Q4_0=v2 ONEBIT_GEMV_Q4_0=v3 ONEBIT_GEMV_Q4_0=v3-wide ONEBIT_GEMV_Q4_0=v3-tall; do
-      echo "== ${switch:-no switch}: tg128 on Llama 3 8B Q4_0"
-      env $switch "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 3 -fa 1 -o md || echo "llama-bench failed"
+    # 1 column (tg128) and the 4-8 columns of a speculative step's verification (pp4..pp8: a
+    # batch of up to 8 tokens takes the MMVQ path).
+    for switch in "" ONEBIT_GEMV_Q4_0=auto ONEBIT_GEMV_Q4_0=v3 ONEBIT_GEMV_Q4_0=v3-wide; do
+      echo "== ${switch:-no switch}: pp4-pp8 and tg128 on Llama 3 8B Q4_0"
+      env $switch "$bin/llama-bench" -m "$llama" -p 4,5,6,8 -n 128 -r 5 -fa 1 -o md || echo "llama-bench failed"
     done >"$out/e2e-gemv.md" 2>&1
-    cat "$out/e2e-gdn.md" "$out/e2e-gemv.md" | grep -E '^==|\| (pp|tg)|failed' || true
+    cat "$out/e2e-gdn.md" "$out/e2e-gemv.md" | grep -E '^==| (pp|tg)[0-9]+ |failed' || true
     ;;
   tune)
     synth_models
@@ -122,13 +124,19 @@ case $stage in
     "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" --metric prompt "${bench_opts[@]}" \
       --json "$out/tune-llama.json" --html "$out/tune-llama.html" >"$out/tune-llama.txt" 2>"$out/tune-llama.err" || true
     "$bin/llama-bench" -m "$llama" -p 1800 -n 128 -ub 512,1024,2048 -fa 0,1 -r 3 -o md >"$out/llama-bench.md" 2>&1 || true
-    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
-      --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
-    cat "$out/tune-llama.txt" "$out/tune-hybrid.txt"
+    cat "$out/tune-llama.txt"
+    tail -n 2 "$out/tune-llama.err"
     grep -E '^\|' "$out/llama-bench.md" || true
     ;;
+  tune-hybrid)
+    synth_models
+    bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)
+    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
+      --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
+    cat "$out/tune-hybrid.txt"
+    ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid" >&2
     exit 2
     ;;
 esac

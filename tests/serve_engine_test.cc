@@ -111,6 +111,34 @@ TEST_F(ServeEngineTest, EngineEndpointsPassThrough) {
   EXPECT_NE(metrics.body.find("llamacpp:"), std::string::npos);
 }
 
+// A model may emit bytes that are not UTF-8 (random weights do, often): the answer still ends
+// with its timings, streamed or not, instead of the engine's "does not match the expected
+// Content-only format" error (patches/llama.cpp/0004). The byte token <0xFF> is forced here.
+TEST_F(ServeEngineTest, OutputThatIsNotUtf8StillEndsWithTimings) {
+  // In the llama SPM vocabulary the byte tokens <0x00>..<0xFF> are ids 3..258; the engine shows a
+  // lone 0xFF as U+FFFD.
+  const int byte_ff = 258;
+  HttpResult piece = post("/detokenize", {{"tokens", {byte_ff}}});
+  ASSERT_EQ(piece.status, 200) << piece.body;
+  ASSERT_EQ(json::parse(piece.body)["content"], "\xEF\xBF\xBD") << piece.body;
+  const json body = {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0},
+                     {"logit_bias", {{byte_ff, 100}}}};
+  HttpResult plain = post("/completion", body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json answer = json::parse(plain.body);
+  EXPECT_EQ(answer["timings"]["predicted_n"], 6) << plain.body;
+
+  json streamed = body;
+  streamed["stream"] = true;
+  HttpResult r = post("/completion", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const size_t last = r.body.rfind("data: ");
+  ASSERT_NE(last, std::string::npos) << r.body;
+  const json end = json::parse(r.body.substr(last + 6), nullptr, false);
+  EXPECT_FALSE(end.contains("error")) << r.body;
+  EXPECT_EQ(end["timings"]["predicted_n"], 6) << r.body;
+}
+
 // The engine's own port turns away everyone but serve: it demands a key that only serve knows,
 // handed over in the environment, never on the command line.
 TEST_F(ServeEngineTest, TheEngineAnswersOnlyServe) {
