@@ -143,13 +143,12 @@ void ChildProcess::read_output(int fd, int log_fd, bool echo) {
 
 bool ChildProcess::running() {
   if (status_) return false;
-  int status;
-  pid_t r = ::waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    status_ = decode_status(status);
-    return false;
-  }
-  return r == 0;
+  siginfo_t info{};
+  // WNOWAIT: seen, not reaped (see the header).
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  if (info.si_pid != pid_) return true;
+  status_ = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+  return false;
 }
 
 std::optional<int> ChildProcess::exit_code() {
@@ -158,19 +157,22 @@ std::optional<int> ChildProcess::exit_code() {
 }
 
 void ChildProcess::stop(std::chrono::milliseconds grace) {
+  if (reaped_) return;
   if (running()) {
     ::kill(-pid_, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + grace;
     while (running() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (running()) {
-      ::kill(-pid_, SIGKILL);
-      int status;
-      if (::waitpid(pid_, &status, 0) == pid_) status_ = decode_status(status);
-    }
   }
-  // Anything left in the group (helpers the engine started) goes too.
+  // Anything left in the group (helpers the engine started, or the child itself after the grace)
+  // goes; the child is still unreaped here, so the group id is still ours.
   ::kill(-pid_, SIGKILL);
+  int status;
+  pid_t r;
+  do r = ::waitpid(pid_, &status, 0);
+  while (r < 0 && errno == EINTR);
+  if (r == pid_ && !status_) status_ = decode_status(status);
+  reaped_ = true;
   if (reader_.joinable()) reader_.join();
 }
 

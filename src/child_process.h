@@ -40,11 +40,14 @@ class ChildProcess {
   ~ChildProcess();  // stops the child if it still runs
 
   pid_t pid() const { return pid_; }
-  // True while the child runs; reaps it once it has exited.
+  // True while the child runs. An exited child is left a zombie until stop(): while it is, its
+  // pid, which is also its process group's id, cannot be given to another process, so stop()'s
+  // kill of the group cannot reach a stranger.
   bool running();
   // The exit code, or 128 + signal number, once it has exited.
   std::optional<int> exit_code();
-  // SIGTERM to its process group, then SIGKILL after `grace`; waits until it is gone.
+  // SIGTERM to its process group, then SIGKILL after `grace`; kills whatever is left in the
+  // group, then reaps the child.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
   // The last lines of its output (at most `max`). Once the child has exited, this first waits
   // briefly for the rest of its output, so its final words are not lost.
@@ -56,6 +59,7 @@ class ChildProcess {
 
   pid_t pid_ = -1;
   std::optional<int> status_;
+  bool reaped_ = false;
   std::thread reader_;
   std::mutex mu_;
   std::condition_variable drained_;

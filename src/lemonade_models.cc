@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "device.h"
 #include "engine_args.h"
@@ -205,6 +206,7 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
 }
 
 void ModelManager::stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m) {
+  m->stopping = true;
   idle_cv_.wait(lock, [&] { return m->busy == 0; });
   loaded_.erase(m->name);
   lock.unlock();
@@ -260,21 +262,26 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
 }
 
 ModelManager::Lease ModelManager::acquire(const std::string& name) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = loaded_.find(name); it != loaded_.end() && it->second->child->running()) {
-        it->second->busy++;
-        it->second->last_use_ms = epoch_ms();
-        last_used_ = name;
-        return Lease(this, it->second);
-      }
-    }
-    // Load, unless another request loaded it while this one waited for the load lock.
-    std::lock_guard<std::mutex> load_lock(load_mu_);
-    load_locked(name, json::object(), json::object(), true);
+  // A model that is loaded, running and not on its way out.
+  auto lease_if_servable = [&]() -> std::optional<Lease> {
+    auto it = loaded_.find(name);
+    if (it == loaded_.end() || it->second->stopping || !it->second->child->running()) return std::nullopt;
+    it->second->busy++;
+    it->second->last_use_ms = epoch_ms();
+    last_used_ = name;
+    return Lease(this, it->second);
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto lease = lease_if_servable()) return std::move(*lease);
   }
-  throw ModelError(500, "model_load_error", name + ": the model was unloaded again before it could serve", name);
+  // Load it (unless a request ahead of this one did) and take the lease before the load lock is
+  // let go, so that no other load can evict it in between.
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  load_locked(name, json::object(), json::object(), true);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto lease = lease_if_servable()) return std::move(*lease);
+  throw ModelError(500, "model_load_error", name + ": the engine exited right after it loaded", name);
 }
 
 ModelManager::Lease::~Lease() {

@@ -4,8 +4,10 @@
 // Rules: a request for a model that is not loaded loads it first; at most `max_loaded` models of
 // each type (llm, embedding, reranking; -1 = no limit) stay loaded, the least recently used going
 // first; a model serving a request is busy and is not evicted or reloaded until it is done; one
-// load runs at a time; a failed load leaves everything else as it was; a backend that dies is
-// noticed within 250 ms, reported by health(), and loaded again on the next request.
+// load runs at a time; a failed load leaves the server healthy and the other models loaded,
+// except the one it evicted to make room (stopped before the new engine starts, so that both
+// never hold memory at once); a backend that dies is noticed within 250 ms, reported by health(),
+// and loaded again on the next request.
 //
 // Children are started from one long-lived thread, since the parent-death signal that ties a
 // child to 1bit fires when the thread that forked it ends.
@@ -61,6 +63,7 @@ struct LoadedModel {
   std::unique_ptr<ChildProcess> child;
   int64_t last_use_ms = 0;
   int busy = 0;
+  bool stopping = false;  // waiting to be unloaded: new requests wait and load it again
 };
 
 class ModelManager {

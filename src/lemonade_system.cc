@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "device.h"
@@ -73,6 +75,20 @@ CpuTimes cpu_times() {
   return t;
 }
 
+// Distinct (physical id, core id) pairs in /proc/cpuinfo: the cores, with hyper-threads counted
+// once. Where the kernel does not list them, `fallback`.
+unsigned physical_cores(unsigned fallback) {
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, package = "0";
+  auto value = [](const std::string& l) { return l.substr(l.find(':') + 1); };
+  while (std::getline(in, line)) {
+    if (line.rfind("physical id", 0) == 0) package = value(line);
+    if (line.rfind("core id", 0) == 0) cores.insert({package, value(line)});
+  }
+  return cores.empty() ? fallback : static_cast<unsigned>(cores.size());
+}
+
 }  // namespace
 
 json system_info() {
@@ -101,7 +117,7 @@ json system_info() {
           {"Processor", cpu},
           {"Physical Memory", std::to_string(static_cast<int>(std::round(meminfo_gb("MemTotal")))) + " GB"},
           {"devices",
-           {{"cpu", {{"name", cpu}, {"cores", threads}, {"threads", threads}, {"available", true}}},
+           {{"cpu", {{"name", cpu}, {"cores", physical_cores(threads)}, {"threads", threads}, {"available", true}}},
             {"nvidia_gpu", gpus},
             {"amd_gpu", json::array()}}},
           {"recipes",

@@ -143,6 +143,8 @@ TEST(LemonadeEndpoints, HealthModelsAndSystem) {
   json info = json::parse(l.get("/api/v1/system-info").body);
   for (const char* k : {"OS Version", "Processor", "Physical Memory"}) EXPECT_TRUE(info[k].is_string()) << k;
   EXPECT_TRUE(info["devices"]["cpu"]["cores"].is_number());
+  EXPECT_GE(info["devices"]["cpu"]["cores"].get<int>(), 1);
+  EXPECT_LE(info["devices"]["cpu"]["cores"].get<int>(), info["devices"]["cpu"]["threads"].get<int>());
   EXPECT_TRUE(info["devices"]["nvidia_gpu"].is_array());
   EXPECT_TRUE(info["devices"]["amd_gpu"].is_array());
   EXPECT_EQ(info["recipes"]["llamacpp"]["backends"]["cpu"]["state"], "installed");
@@ -281,6 +283,33 @@ TEST(LemonadeModels, ABusyModelIsNotEvictedMidStream) {
   EXPECT_GE(events, 900u);
   EXPECT_EQ(other["usage"]["completion_tokens"], 4);
   EXPECT_EQ(l.loaded(), std::vector<std::string>{"synth-llama"});
+}
+
+// Under a limit of 1, a model waiting to be evicted takes no new requests: they wait for the
+// other model's load and then load it again. Otherwise steady traffic to the loaded model would
+// keep it busy, and the other model's load (and every load behind it) would wait forever.
+TEST(LemonadeModels, AModelBeingEvictedTakesNoNewRequests) {
+  Lemonade l;
+  ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}, {"llamacpp_args", "-np 2"}}).status, 200);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point other_done, late_done;
+  std::thread reader([&] {
+    l.post("/api/v1/completions", {{"model", "1bit-tiny"}, {"prompt", "x"}, {"max_tokens", 900}, {"ignore_eos", true},
+                                   {"stream", true}, {"temperature", 0}});
+  });
+  std::this_thread::sleep_for(300ms);
+  std::thread other([&] {
+    EXPECT_EQ(l.chat("synth-llama", "hi", 4)["usage"]["completion_tokens"], 4);
+    other_done = Clock::now();
+  });
+  std::this_thread::sleep_for(300ms);  // synth-llama's load now waits for 1bit-tiny to be idle
+  json late = l.chat("1bit-tiny", "hi", 4);
+  late_done = Clock::now();
+  reader.join();
+  other.join();
+  EXPECT_EQ(late["usage"]["completion_tokens"], 4);
+  EXPECT_LT(other_done, late_done) << "1bit-tiny served a new request while synth-llama waited to load";
+  EXPECT_EQ(l.loaded(), std::vector<std::string>{"1bit-tiny"});
 }
 
 TEST(LemonadeModels, AFailedLoadLeavesTheServerHealthy) {
