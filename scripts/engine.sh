@@ -51,11 +51,36 @@ patches() { [ -d "$patch_dir" ] && find "$patch_dir" -maxdepth 1 -name '*.patch'
 
 # The web UI is built from the engine's own sources with npm where npm is at hand (never
 # downloaded prebuilt), once per UI source, and handed to the engine build as tools/ui/dist.
-# Without npm and Node.js 20 or later (the UI's build tools need it; the GPU box has neither) the
-# engine has no UI.
+# Without npm (the GPU box has none) the engine has no UI.
 want_ui() {
-  [ "${ONEBIT_ENGINE_UI:-1}" != 0 ] && command -v npm >/dev/null 2>&1 &&
-    node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null
+  [ "${ONEBIT_ENGINE_UI:-1}" != 0 ] && command -v npm >/dev/null 2>&1
+}
+
+# The UI's build tools need Node.js 20 or later; Debian 12's own nodejs is 18. Prints a directory
+# with a `node` that is new enough, to go first on PATH: the system's, or else Node's official
+# Linux binary from npm's registry (the node-linux-<arch> package, pinned), kept in the cache.
+UI_NODE_VERSION=20.20.2
+ui_node_dir() {
+  if node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+    dirname "$(command -v node)"
+    return 0
+  fi
+  local arch dir tmp
+  case $(uname -m) in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) return 1 ;; esac
+  dir=$cache/node/$UI_NODE_VERSION-$arch
+  if [ ! -x "$dir/bin/node" ]; then
+    log "fetching Node.js $UI_NODE_VERSION for the web UI's build (npm package node-linux-$arch)"
+    mkdir -p "$cache/node"
+    tmp=$(mktemp -d "$cache/node/fetch.XXXXXX")
+    if ! (cd "$tmp" && npm pack "node-linux-$arch@$UI_NODE_VERSION" --silent && tar -xzf node-linux-*.tgz) >/dev/null 2>&1; then
+      rm -rf "$tmp"
+      return 1
+    fi
+    rm -rf "$dir"
+    mv "$tmp/package" "$dir"
+    rm -rf "$tmp"
+  fi
+  "$dir/bin/node" --version >/dev/null 2>&1 && echo "$dir/bin"
 }
 
 cmake_options() {
@@ -162,11 +187,17 @@ provide_ui() {
   hash=$(cd "$src/tools/ui" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
   dist=$cache/ui/$hash
   if [ ! -f "$dist/index.html" ]; then
-    log "building the web UI with npm"
+    local node_dir
+    if ! node_dir=$(ui_node_dir); then
+      log "no Node.js 20 or later for the web UI's build; the engine is built without it"
+      return 0
+    fi
+    log "building the web UI with npm (node $("$node_dir/node" --version))"
     mkdir -p "$cache/ui"
     tmp=$(mktemp -d "$cache/ui/build.XXXXXX")
     cp -r "$src/tools/ui/." "$tmp/"
-    if ! (cd "$tmp" && npm ci --no-audit --no-fund && npm run build) >"$cache/ui/build.log" 2>&1; then
+    if ! (cd "$tmp" && export PATH="$node_dir:$PATH" && npm ci --no-audit --no-fund && npm run build) \
+        >"$cache/ui/build.log" 2>&1; then
       rm -rf "$tmp"
       log "the web UI did not build (log: $cache/ui/build.log); the engine is built without it"
       return 0
@@ -242,6 +273,7 @@ ln -sfn "$root/src" "$prefix/src"
   echo "  \"commit\": \"$COMMIT\","
   echo "  \"key\": \"$key\","
   echo "  \"cuda\": $([ $cuda = 1 ] && echo true || echo false),"
+  echo "  \"web_ui_wanted\": $(want_ui && echo true || echo false),"
   echo "  \"web_ui\": $([ -f "$root/src/tools/ui/dist/index.html" ] && echo true || echo false),"
   echo "  \"patches\": [$(patches | while IFS= read -r p; do [ -n "$p" ] && printf '"%s",' "$(basename "$p")"; done | sed 's/,$//')]"
   echo "}"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -158,10 +159,20 @@ TEST_F(ServeEngineTest, TheEngineAnswersOnlyServe) {
   EXPECT_EQ(http_fetch("127.0.0.1", port_, "GET", "/v1/models", "", {{"Authorization", "Bearer whatever"}}).status, 200);
 }
 
-// The engine's web UI (built from its sources when npm is at hand) comes through at /.
+// The engine's web UI (built from its sources when npm is at hand) comes through at /. The engine
+// build records whether it wanted the UI and whether it has it: a UI build that failed must not
+// pass unnoticed.
 TEST_F(ServeEngineTest, WebUi) {
+  std::ifstream info(engine_prefix() + "/engine.json");
+  const json engine = json::parse(info, nullptr, false);
+  ASSERT_TRUE(engine.is_object() && engine.contains("web_ui") && engine.contains("web_ui_wanted"))
+      << engine_prefix() << "/engine.json";
+  EXPECT_EQ(engine["web_ui"], engine["web_ui_wanted"]) << "the web UI did not build (see the engine cache's ui/build.log)";
   HttpResult root = http_fetch("127.0.0.1", port_, "GET", "/", "", {{"Accept-Encoding", "gzip"}});
-  if (root.status == 404) GTEST_SKIP() << "this engine was built without its web UI (no npm)";
+  if (!engine["web_ui"].get<bool>()) {
+    EXPECT_EQ(root.status, 404);
+    return;
+  }
   ASSERT_EQ(root.status, 200);
   EXPECT_EQ(find_header(root.headers, "Content-Type")->rfind("text/html", 0), 0u);
   EXPECT_EQ(*find_header(root.headers, "Content-Encoding"), "gzip");

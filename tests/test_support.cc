@@ -90,5 +90,6 @@ KillPidInFile::~KillPidInFile() {
 std::string fake_backend_binary() { return ONEBIT_TEST_BIN_DIR "/fake_llama_server"; }
 std::string vocab_dir() { return ONEBIT_TEST_VOCAB_DIR; }
 std::string source_dir() { return ONEBIT_TEST_SOURCE_DIR; }
+std::string engine_prefix() { return ONEBIT_TEST_ENGINE_PREFIX; }
 
 }  // namespace onebit::testing

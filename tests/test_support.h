@@ -54,5 +54,6 @@ std::string llama_server_binary(); // build/bin/llama-server
 std::string fake_backend_binary(); // the fake llama-server for argv/env checks
 std::string vocab_dir();           // the engine's models/ with ggml-vocab-*.gguf
 std::string source_dir();          // the checkout
+std::string engine_prefix();       // the engine build this 1bit links (engine.json says how it was built)
 
 }  // namespace onebit::testing
