@@ -88,6 +88,8 @@ int run_facts(const std::vector<std::string>& args) {
           {"hadamard_q4_0", f.hadamard_q4_0},
           {"context_length", f.context_length ? nlohmann::json(*f.context_length) : nlohmann::json(nullptr)},
           {"nextn_layers", f.nextn_layers},
+          {"pooling_type", f.pooling_type ? nlohmann::json(*f.pooling_type) : nlohmann::json(nullptr)},
+          {"kind", model_kind(f)},
           {"drafter_kind", f.dflash ? "dflash" : "plain"},
           {"block_size", f.block_size ? nlohmann::json(*f.block_size) : nlohmann::json(nullptr)},
           {"tensor_count", f.tensor_count},
@@ -119,6 +121,7 @@ int run_facts(const std::vector<std::string>& args) {
     row("hadamard_q4_0", f.hadamard_q4_0 ? "yes (32)" : "no");
     row("context length", f.context_length ? std::to_string(*f.context_length) : "not stated");
     row("mtp layers", std::to_string(f.nextn_layers));
+    row("serves", model_kind(f) + (f.pooling_type ? " (pooling type " + std::to_string(*f.pooling_type) + ")" : ""));
     row("drafter kind", f.dflash ? "dflash (block size " + (f.block_size ? std::to_string(*f.block_size) : std::string("not stated")) + ")"
                                  : "plain");
     row("tensors", std::to_string(f.tensor_count));

@@ -124,6 +124,7 @@ constexpr uint64_t kMaxContext = 1ull << 32;
 constexpr uint64_t kMaxLayers = 1u << 12;
 constexpr uint64_t kMaxBlock = 1u << 12;
 constexpr uint64_t kMaxFileType = 1u << 16;
+constexpr uint64_t kMaxPoolingType = 16;
 
 ModelFacts facts_from_context(const gguf_context* ctx, const std::string& label) {
   Metadata md(ctx, label);
@@ -142,6 +143,7 @@ ModelFacts facts_from_context(const gguf_context* ctx, const std::string& label)
     f.hadamard_q4_0 = true;
   }
   f.context_length = md.count(f.architecture + ".context_length", kMaxContext);
+  if (auto p = md.count(f.architecture + ".pooling_type", kMaxPoolingType)) f.pooling_type = static_cast<uint32_t>(*p);
   f.nextn_layers = static_cast<uint32_t>(md.count(f.architecture + ".nextn_predict_layers", kMaxLayers).value_or(0));
   f.dflash = f.architecture == "dflash";
   if (auto b = md.count(f.architecture + ".block_size", kMaxBlock); b && f.dflash) {
@@ -155,6 +157,12 @@ ModelFacts facts_from_context(const gguf_context* ctx, const std::string& label)
 constexpr size_t kMinHeader = 4 + 4 + 8 + 8;  // magic, version, tensor count, kv count
 
 }  // namespace
+
+std::string model_kind(const ModelFacts& facts) {
+  // llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank.
+  if (!facts.pooling_type || *facts.pooling_type == 0) return "llm";
+  return *facts.pooling_type == 4 ? "reranking" : "embedding";
+}
 
 ModelFacts read_model_facts(const std::string& path) {
   struct stat st {};

@@ -19,6 +19,7 @@ struct ModelFacts {
   std::optional<uint32_t> file_type;    // general.file_type (llama_ftype)
   bool hadamard_q4_0 = false;           // onebit.hadamard_q4_0 == 32, stamped by `1bit rotate`
   std::optional<uint64_t> context_length;  // <arch>.context_length
+  std::optional<uint32_t> pooling_type;    // <arch>.pooling_type: 1-3 embedding models, 4 rerankers
   uint32_t nextn_layers = 0;            // <arch>.nextn_predict_layers: MTP heads
   bool dflash = false;                  // a dflash drafter (architecture "dflash")
   std::optional<uint32_t> block_size;   // dflash.block_size
@@ -33,6 +34,10 @@ ModelFacts read_model_facts(const std::string& path);
 
 // Same, from bytes in memory (the fuzz target); `label` stands in for the path in messages.
 ModelFacts model_facts_from_buffer(const void* data, size_t size, const std::string& label);
+
+// What the model serves, from its pooling type: "embedding" (mean, cls or last pooling),
+// "reranking" (rank pooling) or "llm".
+std::string model_kind(const ModelFacts& facts);
 
 // "Q4_0", "F16", ... for a general.file_type value; "type N" when unknown.
 std::string file_type_name(uint32_t file_type);

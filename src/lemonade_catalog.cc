@@ -16,6 +16,16 @@ namespace fs = std::filesystem;
 namespace onebit {
 namespace {
 
+// The labels a model's own metadata implies: embedding and reranking models say so by their
+// pooling type.
+std::vector<std::string> labels_from_facts(const ModelFacts& facts) {
+  const std::string kind = model_kind(facts);
+  if (kind == "embedding") return {"embeddings"};
+  if (kind == "reranking") return {"reranking"};
+  return {};
+}
+
+
 using nlohmann::json;
 
 const json& registry() {
@@ -141,6 +151,7 @@ std::vector<CatalogEntry> Catalog::list_all(bool all) const {
       e.id = real.stem().string();
       e.checkpoint = fs::relative(real, d).string();
       e.path = real.string();
+      e.labels = implied_labels(e.path);
       e.size_gb = gigabytes(e.path);
       if (std::none_of(out.begin(), out.end(), [&](const CatalogEntry& x) { return x.id == e.id; })) out.push_back(e);
     }
@@ -178,18 +189,37 @@ CatalogEntry Catalog::pull(const std::string& name, const std::string& checkpoin
     throw Error("cannot pull \"" + checkpoint + "\": this server does not download models (it has no network "
                 "access to model hubs); copy the GGUF into a models directory and pull it by file name");
   }
-  read_model_facts(path);  // a file that is no model is refused now, not at load
+  // A file that is no model is refused now, not at load; without labels, its metadata's apply.
+  const ModelFacts facts = read_model_facts(path);
+  const std::vector<std::string> kept = labels.empty() ? labels_from_facts(facts) : labels;
   std::lock_guard<std::mutex> lock(mu_);
-  user_[id] = {{"checkpoint", path}, {"labels", labels}};
+  user_[id] = {{"checkpoint", path}, {"labels", kept}};
   persist();
   CatalogEntry e;
   e.id = id;
   e.user = true;
   e.checkpoint = path;
-  e.labels = labels;
+  e.labels = kept;
   e.path = path;
   e.size_gb = gigabytes(path);
   return e;
+}
+
+std::vector<std::string> Catalog::implied_labels(const std::string& path) const {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  Implied& known = implied_[path];
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (known.mtime_ns != mtime_ns || known.size != st.st_size) {
+    known.mtime_ns = mtime_ns;
+    known.size = st.st_size;
+    try {
+      known.labels = labels_from_facts(read_model_facts(path));
+    } catch (const Error&) {
+      known.labels.clear();  // loading it will say what is wrong
+    }
+  }
+  return known.labels;
 }
 
 bool Catalog::remove(const std::string& id) {

@@ -7,6 +7,7 @@
 // inside one of them, so `..`, absolute paths elsewhere and symlinks pointing out are refused.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -56,12 +57,20 @@ class Catalog {
   std::vector<CatalogEntry> list_all(bool with_missing) const;
   std::string resolve(const std::string& checkpoint) const;  // "" when not inside a models dir
   void persist() const;
+  // The labels a file's metadata implies (embeddings, reranking), read once per file version.
+  std::vector<std::string> implied_labels(const std::string& path) const;
+
+  struct Implied {
+    int64_t mtime_ns = 0, size = -1;
+    std::vector<std::string> labels;
+  };
 
   std::vector<std::string> dirs_;  // canonical
   std::string state_file_;
   mutable std::mutex mu_;
   nlohmann::json user_;     // id -> {checkpoint, labels}
   nlohmann::json options_;  // id -> saved load options
+  mutable std::map<std::string, Implied> implied_;  // path -> what its metadata said
 };
 
 }  // namespace onebit

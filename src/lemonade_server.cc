@@ -185,6 +185,10 @@ bool LemonadeServer::route_api(const std::string& route, const Request& req, Res
   }
   if (route == "pull") {
     const std::string n = name(true);
+    if (body.contains("recipe") && body["recipe"] != "llamacpp")
+      throw ModelError(404, "model_not_supported",
+                       "recipe " + body["recipe"].dump() + " is not supported: this server runs GGUF models on "
+                       "llama.cpp (recipe \"llamacpp\")", n);
     std::vector<std::string> labels;
     for (const char* l : {"reasoning", "vision", "embeddings", "reranking", "coding"})
       if (body.value(l, false)) labels.push_back(l);

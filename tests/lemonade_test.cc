@@ -432,6 +432,31 @@ TEST(LemonadeModels, EmbeddingsFromAModelLabelledSo) {
     EXPECT_EQ(m["type"], m["model_name"] == "user.embed" ? "embedding" : "llm");
 }
 
+// A GGUF on disk that no registry names is typed by its own metadata (its pooling type), and a
+// pull of a recipe other than llama.cpp's is refused as not supported.
+TEST(LemonadeCatalog, FilesOnDiskAreTypedByTheirMetadata) {
+  Lemonade l;
+  write_gguf(l.dir().file("extra/an-embedder.gguf"),
+             {{"general.architecture", std::string("bert")}, {"bert.pooling_type", uint32_t(1)}});
+  write_gguf(l.dir().file("extra/a-reranker.gguf"),
+             {{"general.architecture", std::string("bert")}, {"bert.pooling_type", uint32_t(4)}});
+  json models = json::parse(l.get("/api/v1/models").body)["data"];
+  auto labels_of = [&](const std::string& id) {
+    for (const auto& m : models)
+      if (m["id"] == id) return m["labels"];
+    return json(nullptr);
+  };
+  EXPECT_EQ(labels_of("an-embedder"), json::array({"embeddings"}));
+  EXPECT_EQ(labels_of("a-reranker"), json::array({"reranking"}));
+  EXPECT_EQ(labels_of("synth-llama"), json::array());
+  HttpResult p = l.post("/api/v1/pull", {{"model_name", "rr"}, {"checkpoint", "a-reranker.gguf"}});
+  ASSERT_EQ(p.status, 200) << p.body;
+  EXPECT_EQ(json::parse(l.get("/api/v1/models/user.rr").body)["labels"], json::array({"reranking"}));
+  HttpResult other = l.post("/api/v1/pull", {{"model_name", "x"}, {"checkpoint", "synth-llama.gguf"}, {"recipe", "oga-cpu"}});
+  EXPECT_EQ(other.status, 404);
+  EXPECT_EQ(json::parse(other.body)["error"]["code"], "model_not_supported") << other.body;
+}
+
 TEST(LemonadeConfig, EnvironmentLikeLemonade) {
   Lemonade l({}, {{"LEMONADE_MAX_LOADED_MODELS", "3"}, {"LEMONADE_API_KEY", "envkey"}});
   EXPECT_EQ(l.get("/api/v1/health").status, 401);
