@@ -36,9 +36,12 @@ class StatsTap {
     while ((end = pending_.find("\n\n")) != std::string::npos) {
       std::string event = pending_.substr(0, end);
       pending_.erase(0, end + 2);
-      if (event.rfind("data: ", 0) != 0) continue;
+      // An event's data line may follow its "event:" line (the responses API's streams).
+      size_t data = event.rfind("data: ", 0) == 0 ? 0 : event.find("\ndata: ");
+      if (data == std::string::npos) continue;
+      data += data == 0 ? 6 : 7;
       events_.push_back(Clock::now());
-      inspect(json::parse(event.substr(6), nullptr, false));
+      inspect(json::parse(event.substr(data, event.find('\n', data) - data), nullptr, false));
     }
     if (events_.empty() && pending_.size() > (64u << 20)) pending_.clear();  // not a stream: only timings matter
   }
@@ -50,8 +53,9 @@ class StatsTap {
     const double measured_ttft = events_.empty() ? 0 : std::chrono::duration<double>(events_.front() - start_).count();
     return {{"time_to_first_token", timings_.contains("prompt_ms") ? timings_["prompt_ms"].get<double>() / 1000.0 : measured_ttft},
             {"tokens_per_second", timings_.value("predicted_per_second", 0.0)},
-            {"input_tokens", usage_.value("prompt_tokens", timings_.value("prompt_n", 0))},
-            {"output_tokens", usage_.value("completion_tokens", timings_.value("predicted_n", 0))},
+            {"input_tokens", usage_.value("prompt_tokens", usage_.value("input_tokens", timings_.value("prompt_n", 0)))},
+            {"output_tokens",
+             usage_.value("completion_tokens", usage_.value("output_tokens", timings_.value("predicted_n", 0)))},
             {"prompt_tokens", timings_.value("prompt_n", 0)},
             {"decode_token_times", decode}};
   }
@@ -61,6 +65,7 @@ class StatsTap {
     if (!j.is_object()) return;
     if (j.contains("timings") && j["timings"].is_object()) timings_ = j["timings"];
     if (j.contains("usage") && j["usage"].is_object()) usage_ = j["usage"];
+    if (j.contains("response") && j["response"].is_object()) inspect(j["response"]);  // responses API events
   }
   Clock::time_point start_;
   std::string pending_;

@@ -253,6 +253,27 @@ TEST(LemonadeModels, StatsAreInPlaceWhenTheResponseEnds) {
   }
 }
 
+// The responses API through lemonade, plain and streamed (its events carry an "event:" line
+// before the data), with the stats taken from its usage.
+TEST(LemonadeModels, Responses) {
+  Lemonade l;
+  HttpResult plain = l.post("/api/v1/responses", {{"model", "1bit-tiny"}, {"input", "Say hello."}, {"max_output_tokens", 6},
+                                                  {"temperature", 0}});
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json answer = json::parse(plain.body);
+  EXPECT_EQ(answer["object"], "response") << plain.body;
+  EXPECT_EQ(answer["usage"]["output_tokens"], 6) << plain.body;
+  EXPECT_EQ(json::parse(l.get("/api/v1/stats").body)["output_tokens"], 6);
+
+  HttpResult streamed = l.post("/api/v1/responses", {{"model", "1bit-tiny"}, {"input", "Say hello."}, {"max_output_tokens", 5},
+                                                     {"temperature", 0}, {"stream", true}});
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_NE(streamed.body.find("event: response.completed"), std::string::npos) << streamed.body;
+  const json stats = json::parse(l.get("/api/v1/stats").body);
+  EXPECT_EQ(stats["output_tokens"], 5) << stats.dump();
+  EXPECT_GE(stats["decode_token_times"].size(), 4u) << stats.dump();
+}
+
 TEST(LemonadeModels, TwoModelsStayWithALimitOfTwo) {
   Lemonade l({"--max-loaded-models", "2"});
   l.chat("1bit-tiny", "hi");
