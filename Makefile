@@ -29,8 +29,14 @@ build-tests: setup-tests
 	@$(MAKE) --no-print-directory compile REQUIRE_TESTS=ON
 
 .PHONY: compile
+# CMake cannot switch an existing build directory to another compiler (make serve before clang++
+# is installed, make test after): such a directory is configured afresh.
 compile:
 	@prefix=$$(scripts/engine.sh $(ENGINE_FLAGS)) && \
+	if [ -f $(BUILD_DIR)/CMakeCache.txt ] && \
+	   ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=$(CXX_COMPILER)$$' $(BUILD_DIR)/CMakeCache.txt; then \
+	  rm -rf $(BUILD_DIR)/CMakeCache.txt $(BUILD_DIR)/CMakeFiles; \
+	fi && \
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=$(CXX_COMPILER) \
 	      -DONEBIT_ENGINE_PREFIX="$$prefix" -DONEBIT_REQUIRE_TESTS=$(REQUIRE_TESTS) \
 	      -DONEBIT_CUDA=$(if $(ENGINE_FLAGS),ON,OFF) >/dev/null && \
