@@ -192,5 +192,27 @@ TEST_F(ServeEngineTest, StopsCleanly) {
   EXPECT_NE(serve_->err().find("1bit serve: stopping"), std::string::npos);
 }
 
+// Embeddings pass through too, from an engine started for them (its own serve: the engine
+// serves embeddings only when told to).
+TEST(ServeEngineEmbeddings, PassThrough) {
+  TempDir dir;
+  SynthOptions o;
+  o.vocab_dir = vocab_dir();
+  write_synth_model(*find_synth_shape("tiny-llama"), o, dir.file("tiny.gguf"));
+  Subprocess serve({onebit_binary(), "serve", "-m", dir.file("tiny.gguf"), "--port", "0", "-c", "512", "--",
+                    "--embeddings", "--pooling", "mean"},
+                   {}, dir.path());
+  ASSERT_TRUE(serve.wait_for_stderr("ready on http://127.0.0.1:", 120s)) << serve.err();
+  const std::string err = serve.err();
+  const int port = std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
+  HttpResult r = http_fetch("127.0.0.1", port, "POST", "/v1/embeddings",
+                            json{{"input", "hello world"}, {"model", "tiny"}}.dump(),
+                            {{"Content-Type", "application/json"}}, 60000);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["data"][0]["embedding"].size(), 64u);  // tiny-llama is 64 wide
+}
+
 }  // namespace
 }  // namespace onebit::testing
