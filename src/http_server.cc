@@ -104,7 +104,7 @@ class Session {
   // An error that ends the connection.
   void refuse(int status, const std::string& message, const std::string& body = "") {
     std::string b = body.empty() ? json_error_body(status, message, "invalid_request_error") : body;
-    write_all(client_.fd(), json_response(status, b, true));
+    write_all(client_.fd(), json_response(status, b, true, config_.refusal_headers));
     linger(client_.fd());
   }
 

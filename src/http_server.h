@@ -88,6 +88,9 @@ struct ServerConfig {
   size_t max_connections = 1024;          // more concurrent clients get 503 at once
   // The 401 body; the engine's JSON error by default (Lemonade answers {"error": "..."}).
   std::string unauthorized_body;
+  // Headers on every answer the server gives by itself (401, 413, ...), e.g. CORS's, so that a
+  // browser can read why it was refused.
+  Headers refusal_headers;
 };
 
 class HttpServer {

@@ -82,6 +82,7 @@ ServerConfig config_for(const std::string& api_key, uint64_t max_body) {
     return h.method == "OPTIONS" || path == "/live" || path == "/";
   };
   c.unauthorized_body = text_error("invalid or missing API key (Authorization: Bearer <key>)").dump();
+  c.refusal_headers = kCors;
   return c;
 }
 

@@ -390,6 +390,10 @@ TEST(LemonadeSecurity, KeysPathsAndBadRequests) {
   HttpResult no = l.get("/api/v1/health");
   EXPECT_EQ(no.status, 401);
   EXPECT_TRUE(json::parse(no.body)["error"].is_string());
+  // A browser page can read why: the refusal carries the CORS header too.
+  const std::string* cors = find_header(no.headers, "Access-Control-Allow-Origin");
+  ASSERT_NE(cors, nullptr);
+  EXPECT_EQ(*cors, "*");
   EXPECT_EQ(l.post("/api/v1/chat/completions", {{"model", "1bit-tiny"}}).status, 401);
   EXPECT_EQ(l.get("/live").status, 200);
   EXPECT_EQ(l.get("/").status, 200);
