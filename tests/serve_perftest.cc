@@ -44,15 +44,25 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
+// Where a client sends its requests: a port, and the key that port wants. The engine answers
+// only serve, with the key serve gave it; the benchmark reads that key from the engine's
+// environment and sends the same header to serve (which puts its own in its place), so both
+// sides get the same bytes.
+struct Endpoint {
+  int port;
+  std::string authorization;
+};
+
 // A kept-alive client connection.
 class Client {
  public:
-  explicit Client(int port) : port_(port), conn_(connect_tcp("127.0.0.1", port, 2000)) {}
+  explicit Client(const Endpoint& to) : to_(to), conn_(connect_tcp("127.0.0.1", to.port, 2000)) {}
 
   // Sends a request; returns ms until the response head arrived (`ttfb`) and until it ended.
   bool request(const std::string& method, const std::string& path, const std::string& body, double* ttfb, double* total,
                bool first_event = false) {
-    std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                      "Authorization: " + to_.authorization + "\r\n";
     if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     req += "\r\n" + body;
     auto t0 = Clock::now();
@@ -71,12 +81,12 @@ class Client {
     if (total) *total = ms_since(t0);
     // A server may end a kept-alive connection after some requests (the engine's HTTP library
     // does every 100): reconnect as a well-behaved client would, not count it as a failure.
-    if (header_has_token(h.headers, "Connection", "close")) conn_ = HttpConn(connect_tcp("127.0.0.1", port_, 2000));
+    if (header_has_token(h.headers, "Connection", "close")) conn_ = HttpConn(connect_tcp("127.0.0.1", to_.port, 2000));
     return h.status == 200;
   }
 
  private:
-  int port_;
+  Endpoint to_;
   HttpConn conn_;
 };
 
@@ -99,7 +109,7 @@ void print_latency(const std::string& what, const Pair& p) {
   row("p99", percentile(p.direct, 0.99), percentile(p.proxied, 0.99));
 }
 
-double throughput(int port, int clients, double seconds, const std::string& method, const std::string& path,
+double throughput(const Endpoint& to, int clients, double seconds, const std::string& method, const std::string& path,
                   const std::string& body, int64_t* errors) {
   std::atomic<int64_t> done{0}, failed{0};
   std::atomic<bool> stop{false};
@@ -107,12 +117,12 @@ double throughput(int port, int clients, double seconds, const std::string& meth
   auto t0 = Clock::now();
   for (int i = 0; i < clients; ++i) {
     threads.emplace_back([&] {
-      Client c(port);
+      Client c(to);
       while (!stop) {
         if (c.request(method, path, body, nullptr, nullptr)) ++done;
         else {
           ++failed;
-          c = Client(port);
+          c = Client(to);
         }
       }
     });
@@ -124,16 +134,14 @@ double throughput(int port, int clients, double seconds, const std::string& meth
   return static_cast<double>(done) / (ms_since(t0) / 1000.0);
 }
 
-int engine_port_of(pid_t serve) {
+// The engine serve started: its port (from its command line) and its key (from its environment).
+Endpoint engine_of(pid_t serve) {
   auto kids = child_pids(serve);
-  if (kids.size() != 1) return -1;
-  std::ifstream in("/proc/" + std::to_string(kids[0]) + "/cmdline");
-  std::string arg, prev;
-  while (std::getline(in, arg, '\0')) {
-    if (prev == "--port") return std::atoi(arg.c_str());
-    prev = arg;
-  }
-  return -1;
+  if (kids.size() != 1) return {-1, ""};
+  const std::vector<std::string> argv = proc_strings(kids[0], "cmdline");
+  const auto at = std::find(argv.begin(), argv.end(), "--port");
+  if (at == argv.end() || at + 1 == argv.end()) return {-1, ""};
+  return {std::atoi((at + 1)->c_str()), "Bearer " + proc_env(kids[0], "LLAMA_API_KEY")};
 }
 
 int perftest(int argc, char** argv) {
@@ -162,13 +170,13 @@ int perftest(int argc, char** argv) {
     return 1;
   }
   std::string err = serve.err();
-  const int proxied = std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
-  const int direct = engine_port_of(serve.pid());
-  if (direct <= 0) {
+  const Endpoint direct = engine_of(serve.pid());
+  const Endpoint proxied{std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26), direct.authorization};
+  if (direct.port <= 0) {
     std::cerr << "cannot find the engine's port\n";
     return 1;
   }
-  std::printf("serve_perftest: model %s, serve :%d, engine :%d, %u cores\n", model.c_str(), proxied, direct,
+  std::printf("serve_perftest: model %s, serve :%d, engine :%d, %u cores\n", model.c_str(), proxied.port, direct.port,
               std::thread::hardware_concurrency());
 
   const std::string tokenize = R"({"content": "The quick brown fox jumps over the lazy dog."})";
