@@ -144,6 +144,7 @@ std::vector<TensorSpec> tensor_specs(const SynthShape& s, int64_t n_vocab) {
   }
   t.push_back(norm("output_norm.weight", s.n_embd));
   if (!s.tied_embeddings) t.push_back(weight("output.weight", {s.n_embd, n_vocab}));
+  if (s.n_cls_out > 0) t.push_back(weight("cls.output.weight", {s.n_embd, s.n_cls_out}));
   return t;
 }
 
@@ -184,6 +185,9 @@ const std::vector<SynthShape>& synth_shapes() {
       {.name = "tiny-qwen3moe", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
        .n_head_kv = 2, .head_dim = 32, .rope_base = 1e6, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 64,
        .note = "test size"},
+      {.name = "tiny-qwen3-reranker", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 64, .n_layer = 2,
+       .n_head = 4, .n_head_kv = 2, .head_dim = 32, .n_ff = 192, .rope_base = 1e6, .tied_embeddings = true,
+       .n_cls_out = 1, .note = "test size, a reranker"},
       {.name = "tiny-qwen35", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 128, .n_layer = 4, .n_head = 4,
        .n_head_kv = 2, .head_dim = 64, .n_ff = 256, .rope_base = 1e7, .tied_embeddings = true, .ssm_state = 32,
        .ssm_groups = 2, .ssm_heads = 4, .n_rot = 16, .note = "test size"},
@@ -270,6 +274,14 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
     u32("expert_count", shape.n_expert);
     u32("expert_used_count", shape.n_expert_used);
     u32("expert_feed_forward_length", shape.n_ff_expert);
+  }
+  if (shape.n_cls_out > 0) {
+    u32("pooling_type", 4);  // rank
+    std::vector<std::string> labels;
+    for (int64_t i = 0; i < shape.n_cls_out; ++i) labels.push_back("label" + std::to_string(i));
+    std::vector<const char*> label_ptrs;
+    for (const auto& l : labels) label_ptrs.push_back(l.c_str());
+    gguf_set_arr_str(g.get(), (a + ".classifier.output_labels").c_str(), label_ptrs.data(), label_ptrs.size());
   }
   if (shape.architecture == "qwen35") {
     u32("ssm.conv_kernel", shape.ssm_conv);

@@ -32,6 +32,9 @@ struct SynthShape {
   // Hybrid (qwen35): gated delta-net layers, every `full_attention_interval`-th layer attention
   int64_t ssm_state = 0, ssm_groups = 0, ssm_heads = 0, ssm_conv = 4, full_attention_interval = 4;
   int64_t n_rot = 0;         // rotary dimensions (0: head_dim)
+  // A reranker (qwen3): rank pooling and a classifier head of this many outputs; 0 for a model
+  // that generates text.
+  int64_t n_cls_out = 0;
   std::string note;          // where the shape comes from
 };
 

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -480,6 +482,31 @@ TEST(LemonadeCatalog, FilesOnDiskAreTypedByTheirMetadata) {
   HttpResult other = l.post("/api/v1/pull", {{"model_name", "x"}, {"checkpoint", "synth-llama.gguf"}, {"recipe", "oga-cpu"}});
   EXPECT_EQ(other.status, 404);
   EXPECT_EQ(json::parse(other.body)["error"]["code"], "model_not_supported") << other.body;
+}
+
+// A reranker found on disk (a random-weight qwen3 reranker by 1bit synth: rank pooling and a
+// classifier head) is typed by its metadata, launched with --reranking and answers /reranking.
+TEST(LemonadeModels, RerankingFromAModelThatSaysSo) {
+  Lemonade l;
+  SynthOptions o;
+  o.vocab_dir = vocab_dir();
+  write_synth_model(*find_synth_shape("tiny-qwen3-reranker"), o, l.dir().file("extra/reranker.gguf"));
+  HttpResult r = l.post("/api/v1/reranking", {{"model", "reranker"},
+                                              {"query", "what is a cat?"},
+                                              {"documents", {"a cat is a small animal", "the sky is blue", "x"}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  ASSERT_EQ(j["results"].size(), 3u) << r.body;
+  std::vector<int> seen;
+  for (const auto& x : j["results"]) {
+    seen.push_back(x["index"].get<int>());
+    EXPECT_TRUE(std::isfinite(x["relevance_score"].get<double>())) << r.body;
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2}));
+  json h = l.health();
+  ASSERT_EQ(h["all_models_loaded"].size(), 1u);
+  EXPECT_EQ(h["all_models_loaded"][0]["type"], "reranking");
 }
 
 TEST(LemonadeConfig, EnvironmentLikeLemonade) {
