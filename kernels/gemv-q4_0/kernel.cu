@@ -12,6 +12,8 @@ const std::vector<Variant>& variants() {
       {"v3", "v2 fed by a 4-stage cp.async ring, 16 rows a CTA", gemv_v3},
       {"v3-wide", "v2 fed by a 4-stage cp.async ring, 32 rows a CTA", gemv_v3_wide},
       {"v3-tall", "v2 fed by a 2-stage cp.async ring, 64 rows a CTA", gemv_v3_tall},
+      {"v4", "v3 with warp-level stage barriers, 16 rows a CTA", gemv_v4},
+      {"v4-wide", "v3 with warp-level stage barriers, 32 rows a CTA", gemv_v4_wide},
   };
   return all;
 }

@@ -10,6 +10,10 @@
 // Fragments are then read from shared memory. The activation fragments of the next stage are
 // loaded into registers while the current one is multiplied.
 //
+// A warp's ring is its own: its lanes fill it and read it. v3 still meets the whole CTA at two
+// barriers per stage, so every stage waits for the slowest warp's copies; v4 (kWarpSync) meets
+// only its own warp there, and the CTA once, to add up the warps' sums at the end.
+//
 // Needs rows whose byte length is a multiple of 16 (k a positive multiple of 256) and 16-byte
 // aligned W; other shapes go to v2, which computes the same sums.
 #include <cuda_fp16.h>
@@ -38,7 +42,7 @@ constexpr size_t smem_bytes() {
   return size_t{kWarps} * kStages * 16 * kTiles * kRowBytes;
 }
 
-template <int kTiles, int kStages>
+template <int kTiles, int kStages, bool kWarpSync>
 __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __restrict__ w,
                                                            const BlockQ8_1* __restrict__ x, int64_t x_stride,
                                                            float* __restrict__ out, int64_t rows, int64_t nb,
@@ -102,6 +106,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
     }
   };
 
+  // Where a stage's copies become visible, and where its slot may be filled again.
+  auto stage_barrier = [] {
+    if constexpr (kWarpSync) __syncwarp();
+    else __syncthreads();
+  };
+
   float acc[kTiles][4] = {};
   for (int j = 0; j < kStages - 1; ++j) issue(j);
   XFrag cur, next;
@@ -110,7 +120,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
     issue(j + kStages - 1);
     load_x(next, j + 1);
     async_wait<kStages - 1>();
-    __syncthreads();  // every lane's pieces of stage j have landed
+    stage_barrier();  // every lane's pieces of stage j have landed
     if (j < count) {
       const uint8_t* stage = ring + (j % kStages) * kStageBytes;
 #pragma unroll
@@ -131,20 +141,20 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
         }
     }
     cur = next;
-    __syncthreads();  // stage j's slot is read by everyone before it is filled again
+    stage_barrier();  // stage j's slot is read by all its readers before it is filled again
   }
 
   store_warp_sums<kWarps, kTiles>(acc, row0, rows, cols, out);
 }
 
-template <int kTiles, int kStages>
+template <int kTiles, int kStages, bool kWarpSync>
 cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                    int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   const int64_t nb = k / kBlock;
   if (nb < kSuper || nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
     return gemv_v2(w, x, x_stride, out, rows, k, cols, stream);
-  auto* kernel = gemv_staged<kTiles, kStages>;
+  auto* kernel = gemv_staged<kTiles, kStages, kWarpSync>;
   constexpr int bytes = static_cast<int>(smem_bytes<kTiles, kStages>());
   static std::atomic<uint64_t> ready{0};
   const cudaError_t e = allow_dynamic_shared(kernel, bytes, ready);
@@ -158,17 +168,27 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
 
 cudaError_t gemv_v3(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream) {
-  return staged::launch<1, 4>(w, x, x_stride, out, rows, k, cols, stream);
+  return staged::launch<1, 4, false>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 cudaError_t gemv_v3_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                          int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<2, 4>(w, x, x_stride, out, rows, k, cols, stream);
+  return staged::launch<2, 4, false>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 cudaError_t gemv_v3_tall(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                          int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<4, 2>(w, x, x_stride, out, rows, k, cols, stream);
+  return staged::launch<4, 2, false>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+cudaError_t gemv_v4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream) {
+  return staged::launch<1, 4, true>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                         int64_t k, int cols, cudaStream_t stream) {
+  return staged::launch<2, 4, true>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 }  // namespace gemv

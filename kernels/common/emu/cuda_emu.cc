@@ -113,7 +113,7 @@ float float_of(uint32_t u) {
   return x;
 }
 float tf32_truncated(float x) { return float_of(bits_of(x) & 0xffffe000u); }
-constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4;
+constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4, kSyncWarp = 5;
 
 struct PendingCopy {
   void* dst;
@@ -207,7 +207,9 @@ bool finish_warp_op(int w, int threads) {
     if (e.fibers[t].state != State::kWarpOp || e.fibers[t].slot.op != op) return false;
   if (last - first != 32) return false;  // a partial warp: our kernels never use one
   auto lane = [&](int l) -> WarpSlot& { return e.fibers[first + l].slot; };
-  if (op == kShflInt || op == kShflFloat) {
+  if (op == kSyncWarp) {
+    // Nothing to compute: the warp has met.
+  } else if (op == kShflInt || op == kShflFloat) {
     for (int l = 0; l < 32; ++l) {
       const int src = l ^ lane(l).mask;
       lane(l).out[0] = lane(src).in[0];
@@ -399,6 +401,12 @@ void syncthreads() {
 }
 
 void* dynamic_shared() { return emu().shared.data(); }
+
+void syncwarp() {
+  Emulator& e = emu();
+  e.fibers[e.current].slot.op = kSyncWarp;
+  yield(State::kWarpOp);
+}
 
 float shfl_xor(float v, int mask) {
   Emulator& e = emu();

@@ -72,6 +72,7 @@ void syncthreads();
 void* dynamic_shared();
 
 // Warp-wide operations: every thread of the warp must arrive.
+void syncwarp();
 float shfl_xor(float v, int mask);
 int shfl_xor(int v, int mask);
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 with the PTX ISA's fragment layout.
@@ -141,6 +142,7 @@ inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
   return c;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { ::cuda_emu::syncwarp(); }
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
 inline int __shfl_xor_sync(unsigned, int v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
 

@@ -32,6 +32,16 @@ __global__ void rotate(int* out, bool with_barrier, int salt) {
   out[blockIdx.x * 64 + threadIdx.x] = cell[(threadIdx.x + 1) % 64] - salt;
 }
 
+// The same within each warp of a 64-thread block: each lane reads the next lane of its own warp,
+// which __syncwarp orders.
+__global__ void rotate_in_warp(int* out, bool with_sync, int salt) {
+  __shared__ int lanes[64];
+  lanes[threadIdx.x] = static_cast<int>(threadIdx.x) + salt;
+  if (with_sync) __syncwarp();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  out[threadIdx.x] = lanes[warp * 32 + (lane + 1) % 32] - salt;
+}
+
 __global__ void divergent(int* out) {
   if (threadIdx.x < 32) __syncthreads();
   out[threadIdx.x] = 1;
@@ -152,6 +162,22 @@ int main() {
   cuda_emu::set_order(cuda_emu::Order::kReverse);
   LAUNCH(rotate, 1, 64, 0, nullptr, rev.data(), false, 3000);
   expect(fwd != rev, "a missing barrier makes the result depend on the thread order");
+  cuda_emu::set_order(cuda_emu::Order::kForward);
+
+  for (cuda_emu::Order order : orders) {
+    cuda_emu::set_order(order, 5);
+    std::vector<int> out(64, -1);
+    cuda_emu::clear_problems();
+    LAUNCH(rotate_in_warp, 1, 64, 0, nullptr, out.data(), true, 4000);
+    bool right = cuda_emu::problems().empty();
+    for (int i = 0; i < 64; ++i) right = right && out[i] == (i / 32) * 32 + (i % 32 + 1) % 32;
+    expect(right, "__syncwarp orders shared memory within a warp in every thread order");
+  }
+  cuda_emu::set_order(cuda_emu::Order::kForward);
+  LAUNCH(rotate_in_warp, 1, 64, 0, nullptr, fwd.data(), false, 5000);
+  cuda_emu::set_order(cuda_emu::Order::kReverse);
+  LAUNCH(rotate_in_warp, 1, 64, 0, nullptr, rev.data(), false, 6000);
+  expect(fwd != rev, "a missing __syncwarp makes the result depend on the thread order");
   cuda_emu::set_order(cuda_emu::Order::kForward);
 
   std::vector<int> ones(64);
