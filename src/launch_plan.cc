@@ -97,6 +97,9 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   auto& a = plan.args;
   a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};
   b.add_default(a, {"-ngl", gpu ? "99" : "0"});
+  // On the CPU, no layers on a GPU is not enough: a CUDA build of the engine would still hand
+  // large batches to the GPU. No devices at all is what "cpu" means.
+  if (!gpu) b.add_default(a, {"-dev", "none"});
   b.add_default(a, {"--jinja"});
 
   if (o.ctx_size) b.add_own(a, "-c", {"-c", std::to_string(*o.ctx_size)});
@@ -110,6 +113,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
     b.add_own(a, "--" + kind, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-dflash"});
     b.add_own(a, "--" + kind, {"-md", kind == "draft" ? o.draft : o.dflash});
     b.add_default(a, {"-ngld", gpu ? "99" : "0"});
+    if (!gpu) b.add_default(a, {"-devd", "none"});
   } else if (kind == "mtp") {
     b.add_own(a, "--mtp", {"--spec-type", "draft-mtp"});
   }

@@ -1,5 +1,7 @@
 #include "launch_plan.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "error.h"
@@ -45,9 +47,14 @@ std::string error_of(Fixture& f) {
 TEST(LaunchPlan, BaseCommandFollowsTheDevice) {
   Fixture f;
   f.model.architecture = "llama";
-  EXPECT_EQ(f.plan("cpu").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "-ngl", "0", "--jinja"}));
+  EXPECT_EQ(f.plan("cpu").args,
+            (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "-ngl", "0", "-dev", "none", "--jinja"}));
   EXPECT_EQ(f.plan("cuda").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "-ngl", "99", "--jinja"}));
-  EXPECT_EQ(f.plan().command_line(), "/bin/llama-server -m m.gguf --host 127.0.0.1 --port 4321 -ngl 0 --jinja");
+  EXPECT_EQ(f.plan().command_line(), "/bin/llama-server -m m.gguf --host 127.0.0.1 --port 4321 -ngl 0 -dev none --jinja");
+  // The user's own device list wins.
+  f.options.engine_args = {"--device", "CUDA0"};
+  const Args a = f.plan("cpu").args;
+  EXPECT_EQ(std::count(a.begin(), a.end(), "none"), 0) << f.plan("cpu").command_line();
 }
 
 TEST(LaunchPlan, ServeOptionsThenDrafterThenUserArgs) {
@@ -70,8 +77,8 @@ TEST(LaunchPlan, DflashDraftLengthComesFromTheBlockSize) {
   f.drafter.dflash = true;
   f.drafter.block_size = 8;
   Args a = f.plan("cpu", true).args;
-  EXPECT_EQ(Args(a.begin() + 9, a.end()),
-            (Args{"--spec-type", "draft-dflash", "-md", "df.gguf", "-ngld", "0", "--spec-draft-n-max", "7"}));
+  EXPECT_EQ(Args(a.begin() + 11, a.end()), (Args{"--spec-type", "draft-dflash", "-md", "df.gguf", "-ngld", "0", "-devd",
+                                                 "none", "--spec-draft-n-max", "7"}));
   f.drafter.block_size.reset();
   a = f.plan("cpu", true).args;
   EXPECT_EQ(a.back(), "16");
@@ -100,7 +107,7 @@ TEST(LaunchPlan, EngineVariablesForWhatServeOwnsAreRemoved) {
   LaunchPlan p = f.plan();
   EXPECT_EQ(p.env_removed, (Args{"LLAMA_ARG_PORT", "LLAMA_API_KEY"}));
   EXPECT_EQ(p.command_line(), "env -u LLAMA_ARG_PORT -u LLAMA_API_KEY /bin/llama-server -m m.gguf --host 127.0.0.1 "
-                              "--port 4321 -ngl 0 --jinja");
+                              "--port 4321 -ngl 0 -dev none --jinja");
   f.options.engine_args = {"--api-prefix", "/x"};
   EXPECT_EQ(error_of(f), "--api-prefix after \"--\": serve sets it for the engine; use a reverse proxy in front of 1bit");
 }
@@ -109,7 +116,7 @@ TEST(LaunchPlan, Mtp) {
   Fixture f;
   f.options.mtp = true;
   f.options.draft_max = 2;
-  Args a = f.plan().args;
+  Args a = f.plan("cuda").args;
   EXPECT_EQ(Args(a.begin() + 9, a.end()), (Args{"--spec-type", "draft-mtp", "--spec-draft-n-max", "2"}));
 }
 

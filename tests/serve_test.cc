@@ -68,7 +68,7 @@ TEST_F(ServeTest, DryRunPrintsTheExactCommand) {
   EXPECT_EQ(r.err, "");
   std::string prefix = fake_backend_binary() + " -m " + model_ + " --host 127.0.0.1 --port ";
   ASSERT_EQ(r.out.substr(0, prefix.size()), prefix);
-  EXPECT_NE(r.out.find(" -ngl 0 --jinja -c 2048\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" -ngl 0 -dev none --jinja -c 2048\n"), std::string::npos) << r.out;
   EXPECT_FALSE(engine_started());
   // The plan for cuda is printed without checking that a GPU exists.
   RunResult cuda = run(serve_args({"-m", model_, "--dry-run", "--device", "cuda"}), fake_env());
