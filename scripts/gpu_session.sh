@@ -31,6 +31,7 @@ export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
 stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid}
 hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
+bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 synth_models() {
   local vocab=/tmp/onebit-vocab
   [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
@@ -120,7 +121,6 @@ case $stage in
     ;;
   tune)
     synth_models
-    bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)
     "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" --metric prompt "${bench_opts[@]}" \
       --json "$out/tune-llama.json" --html "$out/tune-llama.html" >"$out/tune-llama.txt" 2>"$out/tune-llama.err" || true
     "$bin/llama-bench" -m "$llama" -p 1800 -n 128 -ub 512,1024,2048 -fa 0,1 -r 3 -o md >"$out/llama-bench.md" 2>&1 || true
@@ -130,7 +130,6 @@ case $stage in
     ;;
   tune-hybrid)
     synth_models
-    bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)
     "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
       --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
     cat "$out/tune-hybrid.txt"

@@ -18,12 +18,6 @@ using namespace std::chrono_literals;
 const std::string kTarget = "/models/1bit-tiny-32m-q8_0.gguf";
 const std::string kDraft = "/models/1bit-tiny-draft-6m-q8_0.gguf";
 
-int ready_port(Subprocess& s) {
-  if (!s.wait_for_stderr("ready on http://127.0.0.1:", 120s)) return -1;
-  std::string err = s.err();
-  return std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
-}
-
 json chat(int port, const std::string& prompt, int max_tokens) {
   HttpResult r = http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions",
                             json{{"messages", {{{"role", "user"}, {"content", prompt}}}},
@@ -40,7 +34,7 @@ TEST(DefaultModel, ServeWithoutAModelServesTheShippedOne) {
 
   TempDir dir;
   Subprocess serve({onebit_binary(), "serve", "--port", "0"}, {}, dir.path());
-  int port = ready_port(serve);
+  int port = serve_ready_port(serve);
   ASSERT_GT(port, 0) << serve.err();
   json j = chat(port, "define apple", 200);
   std::string answer = j["choices"][0]["message"]["content"];
@@ -54,7 +48,7 @@ TEST(DefaultModel, ServeWithoutAModelServesTheShippedOne) {
 TEST(DefaultModel, TheShippedDrafterDrafts) {
   TempDir dir;
   Subprocess serve({onebit_binary(), "serve", "--port", "0", "--draft", source_dir() + kDraft}, {}, dir.path());
-  int port = ready_port(serve);
+  int port = serve_ready_port(serve);
   ASSERT_GT(port, 0) << serve.err();
   json j = chat(port, "Write a Python function `getpos`: Return current line number and offset.", 64);
   EXPECT_GT(j["timings"]["draft_n"].get<int>(), 0) << j.dump();

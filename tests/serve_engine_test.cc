@@ -30,9 +30,8 @@ class ServeEngineTest : public ::testing::Test {
     serve_ = new Subprocess({onebit_binary(), "serve", "-m", dir_->file("tiny.gguf"), "--port", "0", "-c", "1024",
                              "--", "--metrics", "--slots"},
                             {}, dir_->path());
-    ASSERT_TRUE(serve_->wait_for_stderr("ready on http://127.0.0.1:", 120s)) << serve_->err();
-    std::string err = serve_->err();
-    port_ = std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
+    port_ = serve_ready_port(*serve_);
+    ASSERT_GT(port_, 0) << serve_->err();
     auto kids = child_pids(serve_->pid());
     ASSERT_EQ(kids.size(), 1u);
     engine_pid_ = kids[0];
@@ -202,9 +201,8 @@ TEST(ServeEngineEmbeddings, PassThrough) {
   Subprocess serve({onebit_binary(), "serve", "-m", dir.file("tiny.gguf"), "--port", "0", "-c", "512", "--",
                     "--embeddings", "--pooling", "mean"},
                    {}, dir.path());
-  ASSERT_TRUE(serve.wait_for_stderr("ready on http://127.0.0.1:", 120s)) << serve.err();
-  const std::string err = serve.err();
-  const int port = std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
+  const int port = serve_ready_port(serve);
+  ASSERT_GT(port, 0) << serve.err();
   HttpResult r = http_fetch("127.0.0.1", port, "POST", "/v1/embeddings",
                             json{{"input", "hello world"}, {"model", "tiny"}}.dump(),
                             {{"Content-Type", "application/json"}}, 60000);

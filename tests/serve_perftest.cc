@@ -173,13 +173,13 @@ int perftest(int argc, char** argv) {
   }
   // Parallel slots for the concurrent runs; the same engine serves both sides.
   Subprocess serve({onebit_binary(), "serve", "-m", model, "--port", "0", "-np", "8", "-c", "8192"}, {}, dir.path());
-  if (!serve.wait_for_stderr("ready on http://127.0.0.1:", std::chrono::seconds(120))) {
+  const int serve_port = serve_ready_port(serve);
+  if (serve_port <= 0) {
     std::cerr << serve.err();
     return 1;
   }
-  std::string err = serve.err();
   const Endpoint direct = engine_of(serve.pid());
-  const Endpoint proxied{std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26), direct.authorization};
+  const Endpoint proxied{serve_port, direct.authorization};
   if (direct.port <= 0) {
     std::cerr << "cannot find the engine's port\n";
     return 1;

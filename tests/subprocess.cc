@@ -154,4 +154,11 @@ std::vector<pid_t> child_pids(pid_t parent) {
   return out;
 }
 
+int serve_ready_port(Subprocess& serve, std::chrono::milliseconds timeout) {
+  const std::string ready = "ready on http://127.0.0.1:";
+  if (!serve.wait_for_stderr(ready, timeout)) return -1;
+  const std::string err = serve.err();
+  return std::atoi(err.c_str() + err.find(ready) + ready.size());
+}
+
 }  // namespace onebit::testing

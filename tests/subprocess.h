@@ -35,6 +35,10 @@ class Subprocess {
   std::string out_path_, err_path_;
 };
 
+// The port a `1bit serve` child announced ("ready on http://127.0.0.1:PORT"), once it has; -1
+// when it exited or did not within `timeout`.
+int serve_ready_port(Subprocess& serve, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
 struct RunResult {
   int code = -1;
   std::string out, err;

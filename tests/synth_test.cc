@@ -41,9 +41,8 @@ TEST_P(SynthRuns, LoadsAndRunsWithFiniteOutputs) {
   EXPECT_EQ(f.moe, c.moe);
 
   Subprocess serve({onebit_binary(), "serve", "-m", model, "--port", "0", "-c", "512"}, {}, dir.path());
-  ASSERT_TRUE(serve.wait_for_stderr("ready on http://127.0.0.1:", 120s)) << serve.err();
-  std::string err = serve.err();
-  const int port = std::atoi(err.c_str() + err.find("ready on http://127.0.0.1:") + 26);
+  const int port = serve_ready_port(serve);
+  ASSERT_GT(port, 0) << serve.err();
   HttpResult r = http_fetch("127.0.0.1", port, "POST", "/completion",
                             json{{"prompt", "def add(a, b):\n    return"}, {"n_predict", 16}, {"temperature", 0},
                                  {"ignore_eos", true}, {"n_probs", 5}}.dump(),
