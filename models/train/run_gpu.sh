@@ -9,6 +9,10 @@
 # Inputs (carried): CARRY/data.tar.xz from prepare_data.py, CARRY/gguf-py (the engine's), and
 # for "draft" CARRY/tokenizer.json from the "target" stage. Outputs go to $OUT; a GGUF over
 # 15 MiB comes back in pieces (NAME.gguf.part00, ...), joined with cat.
+#
+# A stage's work directory (/tmp/1bit-tiny-STAGE) stays between calls: with CHUNK_MINUTES set,
+# a call trains that long and stops, and the same command in the next call continues from the
+# checkpoint until the budget is spent, then exports. FRESH=1 starts the stage over.
 set -euo pipefail
 stage=${1:?stage: smoke, target or draft}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,9 +21,24 @@ out=${OUT:?OUT must name the output directory}
 work=/tmp/1bit-tiny-$stage
 export PYTHONUNBUFFERED=1 PYTHONPATH=$here:$carry/gguf-py TOKENIZERS_PARALLELISM=true
 
-rm -rf "$work" && mkdir -p "$work/data" "$work/out"
-tar -xJf "$carry/data.tar.xz" -C "$work/data"
+if [ "${FRESH:-0}" = 1 ] || [ "$stage" = smoke ]; then rm -rf "$work"; fi
+if [ ! -f "$work/data/.complete" ]; then
+  rm -rf "$work" && mkdir -p "$work/data"
+  tar -xJf "$carry/data.tar.xz" -C "$work/data" && touch "$work/data/.complete"
+fi
+mkdir -p "$work/out"
 python3 -c 'import torch, tokenizers, numpy, yaml; print("torch", torch.__version__, "tokenizers", tokenizers.__version__, torch.cuda.get_device_name())'
+
+# train CONFIG TOKENIZER CKPT MINUTES LOG: one call's share of the budget; returns 1 when the
+# budget is not spent yet (train.py's status 75), after saying so.
+train() {
+  local rc=0
+  python3 "$here/train.py" --config "$1" --data "$work/data" --tokenizer "$2" --ckpt "$3" --budget "$4" \
+    --chunk "${CHUNK_MINUTES:-1e9}" 2>&1 | tee -a "$5" || rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] && return 0
+  [ "$rc" -eq 75 ] && { echo "run_gpu.sh: $stage: the budget is not spent yet; run the same command again to go on" >&2; return 1; }
+  exit "$rc"
+}
 
 pieces() {  # pieces FILE: copy to $OUT, split when large
   local f=$1 name
@@ -32,17 +51,20 @@ case $stage in
   smoke)
     for f in "$work"/data/*.jsonl; do head -n 300 "$f" > "$f.small" && mv "$f.small" "$f"; done
     python3 "$here/train_tokenizer.py" "$work/data" "$work/tokenizer.json"
-    python3 "$here/train.py" --config target --data "$work/data" --tokenizer "$work/tokenizer.json" \
-      --ckpt "$work/target.pt" --budget 0.3
-    python3 "$here/train.py" --config target --data "$work/data" --tokenizer "$work/tokenizer.json" \
-      --ckpt "$work/target.pt" --budget 0.5
+    # 30 s of training in calls of 45 s (compilation included): stops and resumes at least once.
+    calls=1
+    until CHUNK_MINUTES=0.75 train target "$work/tokenizer.json" "$work/target.pt" 0.5 "$work/train-smoke.log"; do
+      calls=$((calls + 1))
+      [ $calls -le 4 ] || { echo "run_gpu.sh: smoke: the budget was not spent in 4 calls" >&2; exit 1; }
+    done
+    [ $calls -ge 2 ] || { echo "run_gpu.sh: smoke: one call spent the whole budget, resuming was not exercised" >&2; exit 1; }
     python3 "$here/export.py" "$work/target.pt" "$work/tokenizer.json" "$work/data" "$work/out" smoke --reference
     ls -la "$work/out"
     ;;
   target)
-    python3 "$here/train_tokenizer.py" "$work/data" "$work/tokenizer.json"
-    python3 "$here/train.py" --config target --data "$work/data" --tokenizer "$work/tokenizer.json" \
-      --ckpt "$work/target.pt" --budget "${TARGET_MINUTES:-5.5}" 2>&1 | tee "$out/train-target.log"
+    [ -f "$work/tokenizer.json" ] || python3 "$here/train_tokenizer.py" "$work/data" "$work/tokenizer.json"
+    train target "$work/tokenizer.json" "$work/target.pt" "${TARGET_MINUTES:-5.5}" "$work/train-target.log" || exit 0
+    cp "$work/train-target.log" "$out/"
     python3 "$here/export.py" "$work/target.pt" "$work/tokenizer.json" "$work/data" "$work/out" \
       1bit-tiny-32m-q8_0 --reference
     cp "$work/tokenizer.json" "$out/"
@@ -50,8 +72,8 @@ case $stage in
     pieces "$work/out/reference.json.gz"
     ;;
   draft)
-    python3 "$here/train.py" --config draft --data "$work/data" --tokenizer "$carry/tokenizer.json" \
-      --ckpt "$work/draft.pt" --budget "${DRAFT_MINUTES:-2.5}" 2>&1 | tee "$out/train-draft.log"
+    train draft "$carry/tokenizer.json" "$work/draft.pt" "${DRAFT_MINUTES:-2.5}" "$work/train-draft.log" || exit 0
+    cp "$work/train-draft.log" "$out/"
     python3 "$here/export.py" "$work/draft.pt" "$carry/tokenizer.json" "$work/data" "$work/out" 1bit-tiny-draft-6m-q8_0
     pieces "$work/out/1bit-tiny-draft-6m-q8_0.gguf"
     ;;

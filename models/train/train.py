@@ -90,6 +90,9 @@ def heldout_loss(model, tokenized, device):
     return total / count
 
 
+UNFINISHED = 75  # exit status of a call that stopped at --chunk with budget left
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", choices=sorted(CONFIGS), required=True)
@@ -120,12 +123,15 @@ def main():
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR[args.config], betas=(0.9, 0.95), fused=True)
-    spent, step = 0.0, 0
+    # A checkpoint holds the weights to go on from ("latest", with the optimizer's state) and the
+    # best by validation loss so far over every call ("model", what export.py reads).
+    spent, step, best = 0.0, 0, (float("inf"), None)
     if os.path.exists(args.ckpt):
         state = torch.load(args.ckpt, map_location=device)
-        model.load_state_dict(state["model"])
+        model.load_state_dict(state.get("latest", state["model"]))
         opt.load_state_dict(state["opt"])
         spent, step = state["spent"], state["step"]
+        best = (state["val_loss"], state["model"])
         print(f"train: resumed at step {step}, {spent / 60:.1f} of {args.budget} min spent", file=sys.stderr)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"train: {args.config}: {n_params / 1e6:.2f}M parameters, {cfg}", file=sys.stderr)
@@ -135,7 +141,6 @@ def main():
     call_start = time.time()
     loader = batches(train, args.seed * 1000 + step)
     tokens_seen, last_print, last_val = 0, time.time(), time.time()
-    best = (state.get("val_loss", float("inf")), None) if os.path.exists(args.ckpt) else (float("inf"), None)
     while spent < budget_s and time.time() - call_start < chunk_s:
         frac = spent / budget_s
         lr = LR[args.config] * (min(1.0, spent / WARMUP_S) *
@@ -176,17 +181,20 @@ def main():
                   f"{spent / 60:.1f}/{args.budget} min", file=sys.stderr)
             tokens_seen, last_print = 0, time.time()
     model.eval()
+    latest = {k: t.detach().clone() for k, t in model.state_dict().items()}
     v = heldout_loss(model, val, device)
     if v < best[0] or best[1] is None:
-        best = (v, None)
-    else:
-        model.load_state_dict(best[1])  # the best validation checkpoint of this call
+        best = (v, latest)
+    model.load_state_dict(best[1])
     loss = heldout_loss(model, test, device)
     print(f"train: step {step}: held-out loss {loss:.4f} (perplexity {math.exp(loss):.2f}), "
           f"{spent / 60:.1f} of {args.budget} min spent", file=sys.stderr)
     print(f"train: kept the checkpoint with validation loss {best[0]:.4f}", file=sys.stderr)
-    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "spent": spent, "step": step,
+    torch.save({"model": best[1], "latest": latest, "opt": opt.state_dict(), "spent": spent, "step": step,
                 "config": args.config, "heldout_loss": loss, "val_loss": best[0]}, args.ckpt)
+    if spent < budget_s:
+        print("train: budget not spent yet: the same command continues from the checkpoint", file=sys.stderr)
+        sys.exit(UNFINISHED)
 
 
 if __name__ == "__main__":
