@@ -113,7 +113,7 @@ case $stage in
     done >"$out/e2e-gdn.md" 2>&1
     # 1 column (tg128) and the 4-8 columns of a speculative step's verification (pp4..pp8: a
     # batch of up to 8 tokens takes the MMVQ path).
-    for switch in "" ONEBIT_GEMV_Q4_0=auto ONEBIT_GEMV_Q4_0=v3 ONEBIT_GEMV_Q4_0=v3-wide ONEBIT_GEMV_Q4_0=v4 ONEBIT_GEMV_Q4_0=v4-wide; do
+    for switch in "" ONEBIT_GEMV_Q4_0=auto ONEBIT_GEMV_Q4_0=v3 ONEBIT_GEMV_Q4_0=v3-wide ONEBIT_GEMV_Q4_0=v4 ONEBIT_GEMV_Q4_0=v4-wide ONEBIT_GEMV_Q4_0=v5; do
       echo "== ${switch:-no switch}: pp4-pp8 and tg128 on Llama 3 8B Q4_0"
       env $switch "$bin/llama-bench" -m "$llama" -p 4,5,6,8 -n 128 -r 5 -fa 1 -o md || echo "llama-bench failed"
     done >"$out/e2e-gemv.md" 2>&1

@@ -28,7 +28,7 @@ struct Variant {
 // 16 rows a CTA.  v2-wide: the same with 32 rows a CTA (activations read half as often).
 // v3: v2's arithmetic fed through a cp.async ring of 16-byte copies, 16 rows a CTA; v3-wide: 32
 // rows; v3-tall: 64 rows with a shallower ring. v4, v4-wide: v3, v3-wide with each warp meeting
-// only itself per stage (its ring is its own).
+// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring (two CTAs an SM).
 const std::vector<Variant>& variants();
 
 cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
@@ -50,6 +50,8 @@ cudaError_t gemv_v4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, fl
                     int cols, cudaStream_t stream);
 cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                          int64_t k, int cols, cudaStream_t stream);
+cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream);
 
 // Whether v3-wide beats the engine's MMVQ on a product, from the H200 measurements in
 // docs/results.md: it does from 5 columns on when its CTAs (32 rows each, one per SM for its
