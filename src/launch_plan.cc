@@ -150,9 +150,9 @@ std::string LaunchPlan::command_line() const {
   return line + shell_join(words);
 }
 
-std::vector<std::string> LaunchPlan::recipe_lines() const {
+std::vector<std::string> LaunchPlan::recipe_lines(const std::string& who) const {
   std::vector<std::string> lines;
-  for (const auto& r : applied) lines.push_back("1bit serve: recipe " + r.id + ": " + r.describe());
+  for (const auto& r : applied) lines.push_back(who + ": recipe " + r.id + ": " + r.describe());
   return lines;
 }
 

@@ -39,8 +39,8 @@ struct LaunchPlan {
 
   // "[env -u X ...] K=V ... program args...", shell-quoted on one line.
   std::string command_line() const;
-  // "1bit serve: recipe <id>: <added>" for each recipe that added something.
-  std::vector<std::string> recipe_lines() const;
+  // "<who>: recipe <id>: <added>" for each recipe that added something.
+  std::vector<std::string> recipe_lines(const std::string& who = "1bit serve") const;
 };
 
 // Throws Error when the arguments after "--" collide with what serve owns (-m, --host, --port,

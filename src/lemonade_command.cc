@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli.h"
 #include "error.h"
@@ -14,6 +15,7 @@
 #include "net.h"
 #include "paths.h"
 #include "process_setup.h"
+#include "recipes.h"
 
 namespace onebit {
 namespace {
@@ -21,7 +23,8 @@ namespace {
 struct LemonadeOptions {
   std::string host = "127.0.0.1";
   int port = 13305;
-  std::string models_dir, extra_models_dir, api_key, llamacpp_args, llama_server, state_dir;
+  std::string models_dir, extra_models_dir, api_key, llamacpp_args, llama_server, state_dir, recipes_file;
+  bool no_recipes = false;
   int max_loaded = 1;
   std::optional<int64_t> ctx_size;
   double load_timeout_s = 600;
@@ -54,6 +57,8 @@ std::vector<CliOption> table(LemonadeOptions& o) {
       {{"--state-dir"}, "DIR", "pulled models, saved options and engine logs (default:\n"
                                "~/.cache/1bit/lemonade; $LEMONADE_CACHE_DIR)",
        text(o.state_dir)},
+      {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones", text(o.recipes_file)},
+      {{"--no-recipes"}, "", "apply no recipes", [&o](const std::string&) { o.no_recipes = true; }},
       {{"--llama-server"}, "PATH", "the engine binary (default: $ONEBIT_LLAMA_SERVER, else the one beside 1bit)",
        text(o.llama_server)},
       {{"--load-timeout"}, "S", "seconds a model may take to load (default: 600)",
@@ -111,6 +116,9 @@ int run_lemonade(const std::vector<std::string>& args) {
       o.state_dir = std::string(xdg && *xdg ? xdg : std::string(home ? home : ".") + "/.cache") + "/1bit/lemonade";
     }
     if (o.llama_server.empty()) o.llama_server = default_llama_server();
+    // Read before anything starts: a bad file is the user's error, not a model's load error.
+    std::optional<RecipeSet> file_recipes;
+    if (!o.recipes_file.empty() && !o.no_recipes) file_recipes = load_recipes_file(o.recipes_file, EngineArgs::builtin());
     std::vector<std::string> dirs = {o.models_dir};
     if (!o.extra_models_dir.empty()) dirs.push_back(o.extra_models_dir);
 
@@ -127,6 +135,7 @@ int run_lemonade(const std::vector<std::string>& args) {
     mc.llama_server = o.llama_server;
     mc.log_dir = o.state_dir + "/logs";
     mc.load_timeout_s = o.load_timeout_s;
+    mc.recipes = o.no_recipes ? nullptr : file_recipes ? &*file_recipes : &builtin_recipes();
     ModelManager models(catalog, mc);
     LemonadeServer server(catalog, models, o.api_key, static_cast<uint64_t>(o.max_body_mb) << 20);
     server.adopt(std::move(listener));

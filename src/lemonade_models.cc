@@ -130,7 +130,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   in.program = config_.llama_server;
   in.device = device;
   in.port = m.port;
-  in.recipes = &builtin_recipes();
+  in.recipes = config_.recipes;
   in.environment = current_environment();
   LaunchPlan plan;
   try {
@@ -138,7 +138,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   } catch (const Error& err) {
     throw fail(err.what());
   }
-  for (const auto& line : plan.recipe_lines()) std::cerr << "1bit lemonade: " << e.id << ": " << line.substr(11) << "\n";
+  for (const auto& line : plan.recipe_lines("1bit lemonade: " + e.id)) std::cerr << line << "\n";
   const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
   try {
     m.child = spawn({plan.program, plan.args, with_engine_key(plan.env_added, m.key), plan.env_removed, log, false});

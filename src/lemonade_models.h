@@ -32,6 +32,7 @@
 #include "gguf_facts.h"
 #include "http_server.h"
 #include "lemonade_catalog.h"
+#include "recipes.h"
 #include "serve_options.h"
 
 namespace onebit {
@@ -53,6 +54,7 @@ struct ManagerConfig {
   std::string llama_server;            // the engine binary
   std::string log_dir;                 // one log per model
   double load_timeout_s = 600;
+  const RecipeSet* recipes = &builtin_recipes();  // applied to every launch; nullptr: none
 };
 
 struct LoadedModel {

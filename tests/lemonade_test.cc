@@ -519,5 +519,34 @@ TEST(LemonadeConfig, EnvironmentLikeLemonade) {
   EXPECT_EQ(bad.err, "1bit lemonade: --max-loaded-models: 0 would load nothing; use -1 for no limit\n");
 }
 
+TEST(LemonadeConfig, RecipesLikeServe) {
+  TempDir files;
+  const std::string recipes = files.file("r.json");
+  write_file(recipes, R"({"recipes": [{"id": "llama-cpu-probe", "match": {"architecture": ["llama"], "device": ["cpu"]},
+                           "env": {"ONEBIT_RECIPE_PROBE": "1"}, "measured": "test"}]})");
+  auto probe_of_loaded = [](Lemonade& l) {
+    EXPECT_EQ(l.post("/api/v1/load", {{"model_name", "synth-llama"}}).status, 200);
+    const json m = l.health()["all_models_loaded"][0];
+    return proc_env(m["pid"].get<int>(), "ONEBIT_RECIPE_PROBE");
+  };
+  {
+    Lemonade l({"--recipes", recipes});
+    EXPECT_EQ(probe_of_loaded(l), "1");
+    EXPECT_NE(l.process().err().find("1bit lemonade: synth-llama: recipe llama-cpu-probe: ONEBIT_RECIPE_PROBE=1"),
+              std::string::npos)
+        << l.process().err();
+  }
+  {
+    Lemonade l({"--recipes", recipes, "--no-recipes"});
+    EXPECT_EQ(probe_of_loaded(l), "");
+    EXPECT_EQ(l.process().err().find("recipe "), std::string::npos) << l.process().err();
+  }
+  // A bad file stops the server before it listens, with serve's message.
+  write_file(files.file("bad.json"), R"({"recipes": {}})");
+  RunResult bad = run({onebit_binary(), "lemonade", "--port", "0", "--recipes", files.file("bad.json")});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "1bit lemonade: " + files.file("bad.json") + ": \"recipes\" must be a list\n");
+}
+
 }  // namespace
 }  // namespace onebit::testing
