@@ -80,29 +80,29 @@ int main() {
       if (!same) ++failures;
     }
   }
-  // The engine's choice between v3-wide and MMVQ against what the H200 measured (132 SMs,
-  // docs/results.md): v3-wide won at 5-8 columns on these shapes and lost at 1-4 columns and on
-  // the others. Not listed: 14336 x 4096, which the rule leaves to MMVQ (3.4 waves) although
-  // v3-wide won there by 2-15% at 6-8 columns (it lost at 5).
+  // The engine's choice between v5 and MMVQ against what the H200 measured (docs/results.md,
+  // fifth session): v5 was faster from `wins_from` columns on (9: never). The rule must never
+  // pick a product MMVQ won, and picks exactly from `chosen_from` (the wins it leaves to MMVQ
+  // are the 3- and 4-column ones of two shapes, by margins of 2-15%).
   {
     struct Measured {
       int64_t rows, k;
-      bool wins_from_5;
+      int wins_from, chosen_from;
     };
-    const Measured measured[] = {{4096, 14336, true},  {4096, 4096, true},    {151936, 4096, true},
-                                 {1024, 4096, false},  {5120, 17408, false}};
+    const Measured measured[] = {{4096, 14336, 3, 5}, {14336, 4096, 4, 5},   {4096, 4096, 5, 5},
+                                 {5120, 17408, 5, 5}, {151936, 4096, 1, 1}, {1024, 4096, 9, 9}};
     alignas(16) static const char weights[16] = {};
     for (const Measured& m : measured)
       for (int cols = 1; cols <= 8; ++cols) {
-        const bool want = m.wins_from_5 && cols >= 5;
-        if (v3_wide_beats_mmvq(weights, m.rows, m.k, cols, 132) != want) {
-          std::printf("case dispatch/%lldx%lld/n%d: v3_wide_beats_mmvq says %d, the H200 measured %d\n",
-                      static_cast<long long>(m.rows), static_cast<long long>(m.k), cols, !want, want);
+        const bool chosen = v5_beats_mmvq(weights, m.rows, m.k, cols);
+        if (chosen != (cols >= m.chosen_from) || (chosen && cols < m.wins_from)) {
+          std::printf("case dispatch/%lldx%lld/n%d: v5_beats_mmvq says %d; v5 won from %d columns\n",
+                      static_cast<long long>(m.rows), static_cast<long long>(m.k), cols, chosen, m.wins_from);
           ++failures;
         }
       }
-    if (v3_wide_beats_mmvq(weights + 2, 4096, 14336, 8, 132) || v3_wide_beats_mmvq(weights, 4096, 4128, 8, 132)) {
-      std::printf("case dispatch: v3-wide chosen for a shape its ring does not take\n");
+    if (v5_beats_mmvq(weights + 2, 4096, 14336, 8) || v5_beats_mmvq(weights, 4096, 4128, 8)) {
+      std::printf("case dispatch: v5 chosen for a shape its ring does not take\n");
       ++failures;
     }
   }

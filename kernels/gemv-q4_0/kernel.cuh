@@ -53,18 +53,15 @@ cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_strid
 cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
 
-// Whether v3-wide beats the engine's MMVQ on a product, from the H200 measurements in
-// docs/results.md: it does from 5 columns on when its CTAs (32 rows each, one per SM for its
-// shared memory) fill the SMs' waves to at least 90%, and loses at every column count when they
-// do not (1024 rows: 32 CTAs; 5120 rows: 1.2 waves). It also needs the shapes its ring takes
-// (k a multiple of 256, W 16-byte aligned); v2, where it falls back, never beats MMVQ.
-inline bool v3_wide_beats_mmvq(const void* w, int64_t rows, int64_t k, int cols, int sms) {
-  if (cols < 5 || cols > 8 || rows < 1 || sms < 1 || k < 256 || k % 256 != 0 ||
-      reinterpret_cast<uintptr_t>(w) % 16 != 0)
-    return false;
-  const int64_t ctas = (rows + 31) / 32;
-  const int64_t waves = (ctas + sms - 1) / sms;
-  return ctas * 10 >= waves * sms * 9;
+// Whether v5 beats the engine's MMVQ on a product, from the H200 measurements in
+// docs/results.md (the fifth session's sweep against MMVQ on the same data): on every shape of
+// 4096 rows or more from 5 columns on (it also won some 3- and 4-column products of the long
+// shapes, left to MMVQ here), at every column count on an output head (151936 rows), and never
+// on 1024 rows (32 CTAs cannot fill the GPU). It also needs the shapes its ring takes (k a
+// multiple of 256, W 16-byte aligned); v2, where it falls back, never beats MMVQ.
+inline bool v5_beats_mmvq(const void* w, int64_t rows, int64_t k, int cols) {
+  if (cols < 1 || cols > 8 || k < 256 || k % 256 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
+  return rows >= 65536 || (rows >= 4096 && cols >= 5);
 }
 
 }  // namespace gemv
