@@ -80,7 +80,8 @@ class Server {
                                      std::to_string(o.load_timeout_s), "-v"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     log_ = o.log_dir.empty() ? "" : o.log_dir + "/" + c.name + "-round" + std::to_string(round) + ".log";
-    child_ = ChildProcess::start({o.onebit, args, c.env, {}, log_, false});
+    // Bench's clients send no key: a key in the user's environment must not lock them out.
+    child_ = ChildProcess::start({o.onebit, args, c.env, {"ONEBIT_API_KEY"}, log_, false});
     const auto deadline = Clock::now() + std::chrono::duration<double>(o.load_timeout_s + 30);
     while (true) {
       if (stop) throw Error("interrupted");
@@ -228,6 +229,13 @@ BenchConfig parse_bench_config(const std::string& spec) {
   for (const auto& a : c.args)
     if (a == "-m" || a == "--model" || a == "--port" || a.rfind("--port=", 0) == 0 || a.rfind("--model=", 0) == 0)
       throw Error("--config " + c.name + ": " + a + " is set by bench for every configuration");
+  // A key would answer bench's own requests with 401: nothing measured.
+  for (const auto& a : c.args)
+    if (a == "--api-key" || a.rfind("--api-key=", 0) == 0)
+      throw Error("--config " + c.name + ": " + a + " would lock bench's requests out; bench runs serve without a key");
+  for (const auto& [k, v] : c.env)
+    if (k == "ONEBIT_API_KEY")
+      throw Error("--config " + c.name + ": ONEBIT_API_KEY would lock bench's requests out; bench runs serve without a key");
   return c;
 }
 

@@ -118,6 +118,8 @@ TEST_F(BenchTest, BadInput) {
            {{"--config", "nameonly"}, "--config \"nameonly\": expected NAME=ARGS"},
            {{"--config", "a=", "--config", "a=-c 1"}, "--config: the name \"a\" is used twice"},
            {{"--config", "a=-m x.gguf"}, "--config a: -m is set by bench for every configuration"},
+           {{"--config", "a=--api-key k"}, "--config a: --api-key would lock bench's requests out"},
+           {{"--config", "a=ONEBIT_API_KEY=k"}, "--config a: ONEBIT_API_KEY would lock bench's requests out"},
            {{"--config", "a='open"}, "unterminated single quote in: 'open"},
            {{}, "at least one --config NAME=ARGS is needed (the first is the baseline)"},
            {{"--config", "a=", "--rounds", "0"}, "--rounds: 0 is out of range"},
@@ -254,7 +256,7 @@ TEST(BenchEngine, RealEngineOnARandomModel) {
                      "small-ub=-- -ub 32", "--rounds", "2", "--prompt-reps", "2", "--decode-reps", "1",
                      "--decode-tokens", "32", "--prompt-chars", "2000", "--log-dir", dir.file("logs"), "--json",
                      dir.file("r.json")},
-                    {}, 300s);
+                    {{"ONEBIT_API_KEY", "the-users-key"}}, 300s);  // serve must not inherit it
   ASSERT_EQ(r.code, 0) << r.err;
   json rec = json::parse(read_file(dir.file("r.json")));
   for (const auto& s : rec["samples"]) EXPECT_GT(s["value"].get<double>(), 0) << s.dump();
