@@ -77,6 +77,11 @@ cuda_emu_switch:
 #error "the CUDA emulator switches fibers for x86-64 and AArch64 only"
 #endif
 
+// The bounds of the static __shared__ arrays' section (cuda_emu.h), from the linker; weak, so a
+// program without any links (both are null then).
+extern "C" __attribute__((weak)) char __start_cuda_emu_shared[];
+extern "C" __attribute__((weak)) char __stop_cuda_emu_shared[];
+
 namespace cuda_emu {
 
 Index thread_index, block_index;
@@ -382,6 +387,8 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_byt
       for (unsigned x = 0; x < grid.x; ++x) {
         block_index = {x, y, z};
         std::memset(e.shared.data(), 0xff, e.shared.size());  // NaN, as uninitialized as it gets
+        if (__start_cuda_emu_shared != nullptr)
+          std::memset(__start_cuda_emu_shared, 0xff, static_cast<size_t>(__stop_cuda_emu_shared - __start_cuda_emu_shared));
         run_block(static_cast<int>(threads));
       }
   if (e.problems.size() != before) e.last_error = cudaErrorLaunchFailure;

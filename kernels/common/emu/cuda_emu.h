@@ -11,7 +11,10 @@
 // limits (block size, grid y/z, dynamic shared memory above the default 48 KB without the
 // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB). Running the threads in
 // another order (set_order) and comparing results exposes most shared-memory races. Dynamic
-// shared memory starts as NaN; static __shared__ arrays keep what the previous block left. Floating-point results differ from the GPU's in the last bits
+// shared memory starts as NaN, and so do static __shared__ arrays, at every block (they are placed
+// in one linker section that is filled with 0xff bytes; GCC keeps those of template functions
+// out of it, so they keep what the previous block left: make test builds with clang, which puts
+// them all there). Floating-point results differ from the GPU's in the last bits
 // (host expf, no fused multiply-add unless the compiler contracts). Asynchronous copies (cp.async)
 // land at the wait that covers them, or at once in the shuffled order (copy_async below).
 #pragma once
@@ -108,7 +111,7 @@ void copy_async_wait(int pending);
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __shared__ static
+#define __shared__ __attribute__((section("cuda_emu_shared"))) static
 #define __syncthreads() ::cuda_emu::syncthreads()
 
 template <typename T>

@@ -23,8 +23,7 @@ void expect(bool ok, const std::string& what) {
 bool problem_mentions(const char* text) { return cuda_emu::problems().find(text) != std::string::npos; }
 
 // Each thread writes its index plus a salt, the block waits, then each reads its neighbour's:
-// right only with the barrier, in every order. (Static shared memory keeps what the last block
-// left there, so the salt tells this launch's values from stale ones.)
+// right only with the barrier, in every order.
 __global__ void rotate(int* out, bool with_barrier, int salt) {
   __shared__ int cell[64];
   cell[threadIdx.x] = static_cast<int>(threadIdx.x) + salt;
@@ -40,6 +39,14 @@ __global__ void rotate_in_warp(int* out, bool with_sync, int salt) {
   if (with_sync) __syncwarp();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   out[threadIdx.x] = lanes[warp * 32 + (lane + 1) % 32] - salt;
+}
+
+// Block 0 writes its static shared cell and reads it back; block 1 only reads: on a GPU it finds
+// whatever was there, here NaN, never block 0's value.
+__global__ void stale_static(float* out) {
+  __shared__ float cell[1];
+  if (blockIdx.x == 0) cell[0] = 5.0f;
+  out[blockIdx.x] = cell[0];
 }
 
 __global__ void divergent(int* out) {
@@ -163,6 +170,10 @@ int main() {
   LAUNCH(rotate, 1, 64, 0, nullptr, rev.data(), false, 3000);
   expect(fwd != rev, "a missing barrier makes the result depend on the thread order");
   cuda_emu::set_order(cuda_emu::Order::kForward);
+
+  std::vector<float> stale(2, 0.0f);
+  LAUNCH(stale_static, 2, 1, 0, nullptr, stale.data());
+  expect(stale[0] == 5.0f && std::isnan(stale[1]), "static shared memory starts as NaN in every block");
 
   for (cuda_emu::Order order : orders) {
     cuda_emu::set_order(order, 5);
