@@ -21,6 +21,10 @@
 #   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
 #                                    ubatches) and llama-bench on the same file
 #   scripts/gpu_session.sh tune-hybrid  1bit tune on the hybrid (the gdn-prefill switch)
+#   scripts/gpu_session.sh spec      speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
+#                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
+#                                    every step verifies 8 tokens), 1bit bench with the gemv
+#                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -29,15 +33,16 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid}
-hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec}
+hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
-synth_models() {
+synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
   local vocab=/tmp/onebit-vocab
   [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
   # Written under another name first: a call cut short must not leave a half file to reuse.
   local like file
-  for like in qwen35-9b:$hybrid llama3-8b:$llama; do
+  [ $# -gt 0 ] || set -- qwen35-9b:$hybrid llama3-8b:$llama
+  for like in "$@"; do
     file=${like#*:}
     [ -f "$file" ] && continue
     "$bin/1bit" synth --like "${like%%:*}" --type q4_0 --vocab-dir $vocab -o "${file%.gguf}.part.gguf" >/dev/null
@@ -134,8 +139,17 @@ case $stage in
       --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
     cat "$out/tune-hybrid.txt"
     ;;
+  spec)
+    synth_models llama3-8b:$llama llama3.2-1b:$draft
+    spec="--draft $draft --draft-max 7 --no-recipes"
+    "$bin/1bit" bench -m "$llama" --config mmvq="$spec" --config auto="ONEBIT_GEMV_Q4_0=auto $spec" \
+      --config v5="ONEBIT_GEMV_Q4_0=v5 $spec" --config no-draft="--no-recipes" "${bench_opts[@]}" \
+      --json "$out/spec.json" >"$out/spec.txt" 2>"$out/spec.err" || true
+    cat "$out/spec.txt"
+    tail -n 2 "$out/spec.err"
+    ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec" >&2
     exit 2
     ;;
 esac

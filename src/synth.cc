@@ -194,6 +194,9 @@ const std::vector<SynthShape>& synth_shapes() {
       // Real shapes.
       {.name = "llama3-8b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 4096, .n_layer = 32, .n_head = 32,
        .n_head_kv = 8, .n_ff = 14336, .n_ctx = 8192, .rope_base = 500000, .note = "Llama 3 8B"},
+      {.name = "llama3.2-1b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 2048, .n_layer = 16,
+       .n_head = 32, .n_head_kv = 8, .n_ff = 8192, .n_ctx = 8192, .rope_base = 500000, .tied_embeddings = true,
+       .note = "Llama 3.2 1B: Llama 3 8B's vocabulary, so it drafts for it"},
       {.name = "qwen3-8b", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 4096, .n_layer = 36, .n_head = 32,
        .n_head_kv = 8, .head_dim = 128, .n_ff = 12288, .n_ctx = 40960, .rope_base = 1e6, .note = "Qwen3 8B"},
       {.name = "qwen3-30b-a3b", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 2048, .n_layer = 48, .n_head = 32,

@@ -74,6 +74,7 @@ TEST(SynthShapes, RealShapesHaveThePublishedParameterCounts) {
   // The published totals of the models whose shapes are copied (embedding rows as released:
   // 128256 for Llama 3, 151936 for Qwen3).
   EXPECT_EQ(synth_parameter_count(*find_synth_shape("llama3-8b"), 128256), 8030261248);
+  EXPECT_EQ(synth_parameter_count(*find_synth_shape("llama3.2-1b"), 128256), 1235814400);
   EXPECT_EQ(synth_parameter_count(*find_synth_shape("qwen3-8b"), 151936), 8190735360);
   EXPECT_EQ(synth_parameter_count(*find_synth_shape("qwen3-30b-a3b"), 151936), 30532122624);
   EXPECT_EQ(find_synth_shape("gpt-5"), nullptr);
