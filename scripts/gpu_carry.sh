@@ -9,7 +9,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 carry=$root/.carry
-rm -rf "$carry"
+# Only this script's own files are replaced: models/train/prepare_data.sh puts the training data
+# here too.
+rm -rf "$carry/engine-src.tar.xz" "$carry/nlohmann" "$carry/vocab.tar.xz"
 mkdir -p "$carry/nlohmann/include" "$carry/nlohmann/share/cmake"
 
 "$root/scripts/engine.sh" --export-source "$carry/engine-src.tar.xz"
@@ -26,7 +28,8 @@ done
 vocab_dir=$("$root/scripts/engine.sh")/src/models
 tar -C "$vocab_dir" -cJf "$carry/vocab.tar.xz" ggml-vocab-llama-bpe.gguf ggml-vocab-qwen35.gguf
 
-echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (carry .carry):"
+echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (carry .carry, or the parts"
+echo "  a call needs: the tree that travels must stay under 64 MiB):"
 echo "  CMAKE_PREFIX_PATH=\$PWD/.carry/nlohmann ONEBIT_LLAMA_SOURCE=\$PWD/.carry/engine-src.tar.xz \\"
 echo "    ONEBIT_CACHE_DIR=/tmp/c JOBS=\$(nproc) make build CUDA=1"
 echo "  mkdir /tmp/vocab && tar -C /tmp/vocab -xJf .carry/vocab.tar.xz"
