@@ -137,11 +137,12 @@ def main():
     print(f"train: {args.config}: {n_params / 1e6:.2f}M parameters, {cfg}", file=sys.stderr)
 
     step_fn = torch.compile(model)
+    # --chunk bounds this call's training time, compilation not included, like --budget.
     budget_s, chunk_s = args.budget * 60, args.chunk * 60
-    call_start = time.time()
+    spent0, step0 = spent, step
     loader = batches(train, args.seed * 1000 + step)
     tokens_seen, last_print, last_val = 0, time.time(), time.time()
-    while spent < budget_s and time.time() - call_start < chunk_s:
+    while spent < budget_s and spent - spent0 < chunk_s:
         frac = spent / budget_s
         lr = LR[args.config] * (min(1.0, spent / WARMUP_S) *
                                 (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * frac))))
@@ -165,7 +166,7 @@ def main():
         opt.step()
         step += 1
         tokens_seen += x[:, 1:].numel()
-        if step > 3:  # the first steps include compilation: not training time
+        if step - step0 > 3:  # a call's first steps include compilation: not training time
             spent += time.time() - t
         if time.time() - last_val > 45:
             model.eval()
@@ -190,8 +191,10 @@ def main():
     print(f"train: step {step}: held-out loss {loss:.4f} (perplexity {math.exp(loss):.2f}), "
           f"{spent / 60:.1f} of {args.budget} min spent", file=sys.stderr)
     print(f"train: kept the checkpoint with validation loss {best[0]:.4f}", file=sys.stderr)
+    # Written aside and renamed: a call killed while saving keeps the previous checkpoint.
     torch.save({"model": best[1], "latest": latest, "opt": opt.state_dict(), "spent": spent, "step": step,
-                "config": args.config, "heldout_loss": loss, "val_loss": best[0]}, args.ckpt)
+                "config": args.config, "heldout_loss": loss, "val_loss": best[0]}, args.ckpt + ".part")
+    os.replace(args.ckpt + ".part", args.ckpt)
     if spent < budget_s:
         print("train: budget not spent yet: the same command continues from the checkpoint", file=sys.stderr)
         sys.exit(UNFINISHED)
