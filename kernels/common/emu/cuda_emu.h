@@ -12,9 +12,10 @@
 // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB). Running the threads in
 // another order (set_order) and comparing results exposes most shared-memory races. Dynamic
 // shared memory starts as NaN, and so do static __shared__ arrays, at every block (they are placed
-// in one linker section that is filled with 0xff bytes; GCC keeps those of template functions
-// out of it, so they keep what the previous block left: make test builds with clang, which puts
-// them all there). Floating-point results differ from the GPU's in the last bits
+// in one linker section that is filled with 0xff bytes). That needs clang, which make test builds
+// with: GCC keeps the arrays of template functions out of the section (cuda_emu_test fails then)
+// and refuses a __shared__ array in a non-template inline function beside another ("section type
+// conflict"). Floating-point results differ from the GPU's in the last bits
 // (host expf, no fused multiply-add unless the compiler contracts). Asynchronous copies (cp.async)
 // land at the wait that covers them, or at once in the shuffled order (copy_async below).
 #pragma once

@@ -49,6 +49,15 @@ __global__ void stale_static(float* out) {
   out[blockIdx.x] = cell[0];
 }
 
+// The same in a template, where every real kernel keeps its static shared arrays (GCC leaves
+// these out of the section; clang does not).
+template <int kCells>
+__global__ void stale_static_template(float* out) {
+  __shared__ float cell[kCells];
+  if (blockIdx.x == 0) cell[0] = 5.0f;
+  out[blockIdx.x] = cell[0];
+}
+
 __global__ void divergent(int* out) {
   if (threadIdx.x < 32) __syncthreads();
   out[threadIdx.x] = 1;
@@ -174,6 +183,9 @@ int main() {
   std::vector<float> stale(2, 0.0f);
   LAUNCH(stale_static, 2, 1, 0, nullptr, stale.data());
   expect(stale[0] == 5.0f && std::isnan(stale[1]), "static shared memory starts as NaN in every block");
+  std::vector<float> stale_t(2, 0.0f);
+  LAUNCH(stale_static_template<2>, 2, 1, 0, nullptr, stale_t.data());
+  expect(stale_t[0] == 5.0f && std::isnan(stale_t[1]), "... in a template's static shared memory too");
 
   for (cuda_emu::Order order : orders) {
     cuda_emu::set_order(order, 5);
