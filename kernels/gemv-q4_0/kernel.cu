@@ -15,6 +15,9 @@ const std::vector<Variant>& variants() {
       {"v4", "v3 with warp-level stage barriers, 16 rows a CTA", gemv_v4},
       {"v4-wide", "v3 with warp-level stage barriers, 32 rows a CTA", gemv_v4_wide},
       {"v5", "v4-wide with a 2-stage ring, two CTAs an SM", gemv_v5},
+      {"v5-narrow", "v5 with 16 rows a CTA", gemv_v5_narrow},
+      {"v5-occ", "v5 held to 80 registers for three CTAs an SM", gemv_v5_occ},
+      {"v5-narrow-occ", "v5-narrow held to 64 registers for four CTAs an SM", gemv_v5_narrow_occ},
   };
   return all;
 }

@@ -28,7 +28,8 @@ struct Variant {
 // 16 rows a CTA.  v2-wide: the same with 32 rows a CTA (activations read half as often).
 // v3: v2's arithmetic fed through a cp.async ring of 16-byte copies, 16 rows a CTA; v3-wide: 32
 // rows; v3-tall: 64 rows with a shallower ring. v4, v4-wide: v3, v3-wide with each warp meeting
-// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring (two CTAs an SM).
+// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring (two CTAs an SM);
+// v5-narrow: 16 rows; v5-occ, v5-narrow-occ: fewer registers for 3 and 4 CTAs an SM.
 const std::vector<Variant>& variants();
 
 cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
@@ -52,6 +53,12 @@ cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_strid
                          int64_t k, int cols, cudaStream_t stream);
 cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
+cudaError_t gemv_v5_narrow(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                           int64_t k, int cols, cudaStream_t stream);
+cudaError_t gemv_v5_occ(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                        int64_t k, int cols, cudaStream_t stream);
+cudaError_t gemv_v5_narrow_occ(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                               int64_t k, int cols, cudaStream_t stream);
 
 // Whether v5 beats the engine's MMVQ on a product, from the H200 measurements in
 // docs/results.md (the fifth session's sweep against MMVQ on the same data): on every shape of
