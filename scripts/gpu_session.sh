@@ -14,7 +14,9 @@
 #   scripts/gpu_session.sh stalls    Nsight Compute's occupancy, scheduler, warp-state and memory
 #                                    sections for one launch of each main kernel (why it waits)
 #   scripts/gpu_session.sh kernels   both kernel drivers with --bench-mode, and ctest -L cuda
-#                                    (the drivers' checks and the engine's test-backend-ops)
+#                                    (the drivers' checks and the engine's test-backend-ops); the
+#                                    gemv driver again with ONEBIT_GEMV_Q4_0=auto and =v5, whose
+#                                    engine_ms lines are then our kernels inside the engine
 #   scripts/gpu_session.sh e2e       llama-bench with each engine switch off and on, on
 #                                    synthetic real-size models: pp2048 on a Qwen3.5-style hybrid
 #                                    (gdn-prefill), pp4-pp8 and tg128 on Llama 3 8B Q4_0 (gemv-q4_0)
@@ -105,6 +107,12 @@ case $stage in
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1 || true
     "$bin/gdn_prefill_driver" --bench-mode --reps 10 >"$out/gdn-prefill.log" 2>&1 || true
     "$bin/gemv_q4_0_driver" --bench-mode --reps 5 >"$out/gemv-q4_0.log" 2>&1 || true
+    # The engine's MUL_MAT with the switch set: our kernels inside the engine, its activation
+    # quantization included, for the engine_ms lines to set beside the run above.
+    for v in auto v5; do
+      ONEBIT_GEMV_Q4_0=$v "$bin/gemv_q4_0_driver" --bench-mode --reps 5 --variant v5 --filter /normal/ \
+        >"$out/gemv-q4_0-engine-$v.log" 2>&1 || true
+    done
     (cd build && ctest -L cuda --output-on-failure) >"$out/ctest-cuda.log" 2>&1 || true
     grep -hE '^(SNR|allclose):' "$out/gdn-prefill.log" "$out/gemv-q4_0.log" || echo "no SNR lines"
     grep -hE '^(case_ms|engine_ms):' "$out/gdn-prefill.log" | head -40 || true
