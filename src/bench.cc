@@ -226,16 +226,17 @@ BenchConfig parse_bench_config(const std::string& spec) {
       throw Error("--config \"" + spec + "\": a name has only letters, digits, '-', '_' and '.'");
   c.args = shell_split(spec.substr(eq + 1));
   c.env = take_env_assignments(c.args);
-  for (const auto& a : c.args)
+  // A key would answer bench's own requests with 401: nothing measured.
+  auto locks_out = [&](const std::string& what) {
+    return Error("--config " + c.name + ": " + what + " would lock bench's requests out; bench runs serve without a key");
+  };
+  for (const auto& a : c.args) {
     if (a == "-m" || a == "--model" || a == "--port" || a.rfind("--port=", 0) == 0 || a.rfind("--model=", 0) == 0)
       throw Error("--config " + c.name + ": " + a + " is set by bench for every configuration");
-  // A key would answer bench's own requests with 401: nothing measured.
-  for (const auto& a : c.args)
-    if (a == "--api-key" || a.rfind("--api-key=", 0) == 0)
-      throw Error("--config " + c.name + ": " + a + " would lock bench's requests out; bench runs serve without a key");
-  for (const auto& [k, v] : c.env)
-    if (k == "ONEBIT_API_KEY")
-      throw Error("--config " + c.name + ": ONEBIT_API_KEY would lock bench's requests out; bench runs serve without a key");
+    if (a == "--api-key" || a.rfind("--api-key=", 0) == 0) throw locks_out(a);
+  }
+  for (const auto& kv : c.env)
+    if (kv.first == "ONEBIT_API_KEY") throw locks_out(kv.first);
   return c;
 }
 

@@ -25,7 +25,6 @@ std::vector<std::string> labels_from_facts(const ModelFacts& facts) {
   return {};
 }
 
-
 using nlohmann::json;
 
 const json& registry() {

@@ -117,8 +117,7 @@ int run_lemonade(const std::vector<std::string>& args) {
     }
     if (o.llama_server.empty()) o.llama_server = default_llama_server();
     // Read before anything starts: a bad file is the user's error, not a model's load error.
-    std::optional<RecipeSet> file_recipes;
-    if (!o.recipes_file.empty() && !o.no_recipes) file_recipes = load_recipes_file(o.recipes_file, EngineArgs::builtin());
+    const RecipeChoice recipes(o.recipes_file, o.no_recipes, EngineArgs::builtin());
     std::vector<std::string> dirs = {o.models_dir};
     if (!o.extra_models_dir.empty()) dirs.push_back(o.extra_models_dir);
 
@@ -135,7 +134,7 @@ int run_lemonade(const std::vector<std::string>& args) {
     mc.llama_server = o.llama_server;
     mc.log_dir = o.state_dir + "/logs";
     mc.load_timeout_s = o.load_timeout_s;
-    mc.recipes = o.no_recipes ? nullptr : file_recipes ? &*file_recipes : &builtin_recipes();
+    mc.recipes = recipes.set();
     ModelManager models(catalog, mc);
     LemonadeServer server(catalog, models, o.api_key, static_cast<uint64_t>(o.max_body_mb) << 20);
     server.adopt(std::move(listener));

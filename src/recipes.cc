@@ -211,6 +211,12 @@ const RecipeSet& builtin_recipes() {
   return set;
 }
 
+RecipeChoice::RecipeChoice(const std::string& file, bool none, const EngineArgs& engine) : none_(none) {
+  if (!none && !file.empty()) file_ = load_recipes_file(file, engine);
+}
+
+const RecipeSet* RecipeChoice::set() const { return none_ ? nullptr : file_ ? &*file_ : &builtin_recipes(); }
+
 std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_device) {
   const RecipeMatch& m = r.match;
   const ModelFacts& f = *t.facts;

@@ -52,6 +52,18 @@ RecipeSet parse_recipes(std::string_view json_text, const std::string& origin, c
 RecipeSet load_recipes_file(const std::string& path, const EngineArgs& engine);
 const RecipeSet& builtin_recipes();
 
+// The set a command applies, from its --recipes FILE and --no-recipes: none, FILE's (read when
+// constructed, so a bad file stops the command before anything starts) or the built-in one.
+class RecipeChoice {
+ public:
+  RecipeChoice(const std::string& file, bool none, const EngineArgs& engine);
+  const RecipeSet* set() const;  // nullptr: apply none; valid while this object lives
+
+ private:
+  bool none_;
+  std::optional<RecipeSet> file_;
+};
+
 // What a recipe is matched against.
 struct RecipeTarget {
   std::string device;   // cpu, cuda

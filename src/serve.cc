@@ -124,9 +124,8 @@ int serve(const ServeOptions& o) {
   std::optional<ModelFacts> long_model;
   if (!o.long_model.empty()) long_model = read_model_facts(o.long_model);
 
-  std::optional<RecipeSet> file_recipes;
-  if (!o.recipes_file.empty() && !o.no_recipes) file_recipes = load_recipes_file(o.recipes_file, engine);
-  const RecipeSet* recipes = o.no_recipes ? nullptr : file_recipes ? &*file_recipes : &builtin_recipes();
+  const RecipeChoice recipe_choice(o.recipes_file, o.no_recipes, engine);
+  const RecipeSet* recipes = recipe_choice.set();
 
   const std::string program = o.llama_server.empty() ? default_llama_server() : o.llama_server;
   if (!o.dry_run && access(program.c_str(), X_OK) != 0)
