@@ -135,6 +135,23 @@ TEST(Recipes, TheBuiltInSetLoads) {
   for (const Recipe& r : b.recipes) EXPECT_FALSE(r.measured.empty()) << r.id;
 }
 
+// The gemv-q4_0 switch was measured on speculative decoding with CUDA: it must not reach a plain
+// launch or the CPU.
+TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
+  const RecipeSet& b = builtin_recipes();
+  const Recipe* gemv = nullptr;
+  for (const Recipe& r : b.recipes)
+    if (r.id == "llama-cuda-draft-onebit-gemv-q4_0-auto") gemv = &r;
+  ASSERT_NE(gemv, nullptr);
+  ASSERT_EQ(gemv->env.size(), 1u);
+  EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
+  ModelFacts llama = facts("llama", false, false), qwen = facts("qwen3", false, false);
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "none", &llama}), "drafter none not in [draft]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cpu", "draft", &llama}), "device cpu not in [cuda]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &qwen}), "architecture qwen3 not in [llama]");
+}
+
 TEST(Recipes, ValidationMessages) {
   EXPECT_EQ(error_of("{"), "r.json: invalid JSON: parse error at line 1, column 2: syntax error while parsing object key - unexpected end of input; expected string literal");
   EXPECT_EQ(error_of("[]"), "r.json: the top level must be an object with a \"recipes\" list");

@@ -16,8 +16,7 @@ const std::vector<Variant>& variants() {
       {"v4-wide", "v3 with warp-level stage barriers, 32 rows a CTA", gemv_v4_wide},
       {"v5", "v4-wide with a 2-stage ring, two CTAs an SM", gemv_v5},
       {"v5-narrow", "v5 with 16 rows a CTA", gemv_v5_narrow},
-      {"v5-occ", "v5 held to 80 registers for three CTAs an SM", gemv_v5_occ},
-      {"v5-narrow-occ", "v5-narrow held to 64 registers for four CTAs an SM", gemv_v5_narrow_occ},
+      {"v6", "v5 with persistent CTAs: one wave, the ring kept filled across row tiles", gemv_v6},
   };
   return all;
 }

@@ -29,7 +29,8 @@ struct Variant {
 // v3: v2's arithmetic fed through a cp.async ring of 16-byte copies, 16 rows a CTA; v3-wide: 32
 // rows; v3-tall: 64 rows with a shallower ring. v4, v4-wide: v3, v3-wide with each warp meeting
 // only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring (two CTAs an SM);
-// v5-narrow: 16 rows; v5-occ, v5-narrow-occ: fewer registers for 3 and 4 CTAs an SM.
+// v5-narrow: 16 rows.
+// v6: v5 with persistent CTAs (one wave, each walking row tiles with its ring kept filled).
 const std::vector<Variant>& variants();
 
 cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
@@ -55,20 +56,21 @@ cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, fl
                     int cols, cudaStream_t stream);
 cudaError_t gemv_v5_narrow(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                            int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v5_occ(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                        int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v5_narrow_occ(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                               int64_t k, int cols, cudaStream_t stream);
+cudaError_t gemv_v6(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream);
 
-// Whether v5 beats the engine's MMVQ on a product, from the H200 measurements in
-// docs/results.md (the fifth session's sweep against MMVQ on the same data): on every shape of
-// 4096 rows or more from 5 columns on (it also won some 3- and 4-column products of the long
-// shapes, left to MMVQ here), at every column count on an output head (151936 rows), and never
-// on 1024 rows (32 CTAs cannot fill the GPU). It also needs the shapes its ring takes (k a
-// multiple of 256, W 16-byte aligned); v2, where it falls back, never beats MMVQ.
+// Whether v5 beats the engine's MMVQ on a product, from the H200 measurements inside the engine
+// (docs/results.md, sixth session: both sides timed through ggml, activation quantization
+// included): at every column count on an output head (151936 rows); from 5 columns on shapes of
+// 4096 rows or more holding at least 2^25 weights (it also won the 4-column product of
+// 4096 x 14336, by 4%, left to MMVQ here); from 7 columns on smaller ones of 4096 rows or more
+// (4096 x 4096 lost by 8% and 4% at 5 and 6); never on 1024 rows (32 CTAs cannot fill the GPU).
+// It also needs the shapes its ring takes (k a multiple of 256, W 16-byte aligned); v2, where it
+// falls back, never beats MMVQ.
 inline bool v5_beats_mmvq(const void* w, int64_t rows, int64_t k, int cols) {
   if (cols < 1 || cols > 8 || k < 256 || k % 256 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
-  return rows >= 65536 || (rows >= 4096 && cols >= 5);
+  if (rows >= 65536) return true;
+  return rows >= 4096 && cols >= (rows * k >= (int64_t{1} << 25) ? 5 : 7);
 }
 
 }  // namespace gemv

@@ -3,3 +3,4 @@
 #include "kernel_v1.cu"
 #include "kernel_v2.cu"
 #include "kernel_v3.cu"
+#include "kernel_v6.cu"

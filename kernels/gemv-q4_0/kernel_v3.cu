@@ -17,8 +17,8 @@
 // v5 is v4-wide with a 2-stage ring: half the shared memory, so two CTAs fit an SM instead of
 // one. On the H200 that beat every deeper ring (4096 x 14336, 8 columns: 20.3 us against
 // v4-wide's 21.8; 151936 x 4096: 130 against 175 us at 1 column). v5-narrow has 16 rows a CTA
-// (17.0 us at 1 column in that sweep); v5-occ and v5-narrow-occ ask for 3 and 4 CTAs an SM
-// (80 and 64 registers, with some spilling): candidates not yet timed.
+// (17.0 us at 1 column in that sweep). Asking the compiler for 3 or 4 CTAs an SM (80 and 64
+// registers, some spilling) was slower at every shape (26-37 us on 4096 x 14336).
 //
 // Needs rows whose byte length is a multiple of 16 (k a positive multiple of 256) and 16-byte
 // aligned W; other shapes go to v2, which computes the same sums.
@@ -48,10 +48,8 @@ constexpr size_t smem_bytes() {
   return size_t{kWarps} * kStages * 16 * kTiles * kRowBytes;
 }
 
-// kMinCtas: 0 leaves the register budget to the compiler (124 registers: two 256-thread CTAs an
-// SM); N asks it to fit N CTAs an SM (__launch_bounds__'s second argument), spilling if it must.
-template <int kTiles, int kStages, bool kWarpSync, int kMinCtas>
-__global__ void __launch_bounds__(kWarps * 32, kMinCtas) gemv_staged(const BlockQ4_0* __restrict__ w,
+template <int kTiles, int kStages, bool kWarpSync>
+__global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __restrict__ w,
                                                            const BlockQ8_1* __restrict__ x, int64_t x_stride,
                                                            float* __restrict__ out, int64_t rows, int64_t nb,
                                                            int cols) {
@@ -155,14 +153,14 @@ __global__ void __launch_bounds__(kWarps * 32, kMinCtas) gemv_staged(const Block
   store_warp_sums<kWarps, kTiles>(acc, row0, rows, cols, out);
 }
 
-template <int kTiles, int kStages, bool kWarpSync, int kMinCtas = 0>
+template <int kTiles, int kStages, bool kWarpSync>
 cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                    int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
   const int64_t nb = k / kBlock;
   if (nb < kSuper || nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
     return gemv_v2(w, x, x_stride, out, rows, k, cols, stream);
-  auto* kernel = gemv_staged<kTiles, kStages, kWarpSync, kMinCtas>;
+  auto* kernel = gemv_staged<kTiles, kStages, kWarpSync>;
   constexpr int bytes = static_cast<int>(smem_bytes<kTiles, kStages>());
   static std::atomic<uint64_t> ready{0};
   const cudaError_t e = allow_dynamic_shared(kernel, bytes, ready);
@@ -207,16 +205,6 @@ cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, fl
 cudaError_t gemv_v5_narrow(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                            int64_t k, int cols, cudaStream_t stream) {
   return staged::launch<1, 2, true>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v5_occ(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                        int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<2, 2, true, 3>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v5_narrow_occ(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                               int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<1, 2, true, 4>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 }  // namespace gemv
