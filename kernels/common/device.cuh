@@ -10,6 +10,16 @@
 //   async_commit(), async_wait<N>()          close a group of them; wait until at most N groups
 //                                            are in flight (then __syncthreads to share them)
 //   allow_dynamic_shared(kernel, bytes, done)   the shared-memory opt-in, once per device
+//   LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, args...)   LAUNCH, but the kernel may
+//                                            start while the one before it in the stream still
+//                                            runs (programmatic dependent launch), once every CTA
+//                                            of that one has called launch_dependents()
+//   launch_dependents()                      lets the next kernel of the stream start early
+//   ready_signal(counter)                    the block's global writes so far are made visible,
+//                                            then the counter goes up by one (all threads call it)
+//   ready_wait(counter, count)               the block waits until the counter reaches count (all
+//                                            threads call it); what the signalling blocks wrote
+//                                            is then visible to loads that bypass L1 (cp.async.cg)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,6 +49,11 @@ template <int N>
 inline void async_wait() {
   ::cuda_emu::copy_async_wait(N);
 }
+// Blocks run one after another here, and kernels too: a waiting block's producers have all run.
+#define LAUNCH_EARLY LAUNCH
+inline void launch_dependents() {}
+inline void ready_signal(int* counter) { ::cuda_emu::ready_signal(counter); }
+inline void ready_wait(const int* counter, int count) { ::cuda_emu::ready_wait(counter, count); }
 
 #else
 
@@ -83,6 +98,42 @@ __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_g
 template <int N>
 __device__ __forceinline__ void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <typename... Params, typename... Args>
+inline cudaError_t launch_early(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                                cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+#define LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, ...) \
+  launch_early(kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
+
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void ready_signal(int* counter) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(counter, 1);
+}
+__device__ __forceinline__ void ready_wait(const int* counter, int count) {
+  if (threadIdx.x == 0) {
+    int seen;
+    for (;;) {
+      asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+      if (seen >= count) break;
+      __nanosleep(256);
+    }
+  }
+  __syncthreads();
 }
 
 #endif

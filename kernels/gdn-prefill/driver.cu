@@ -54,7 +54,9 @@ struct DeviceProblem {
     state = upload(p.state);
     check_cuda(cudaMalloc(&out, sizeof(float) * p.out_elems()), "cudaMalloc");
     args = contiguous_args(p.shape, q, k, v, g, beta, state, out);
-    check_cuda(cudaMalloc(&scratch, gdn_prefill_scratch_bytes(args)), "cudaMalloc scratch");
+    size_t bytes = 0;  // enough for every variant
+    for (Variant v : kVariants) bytes = std::max(bytes, gdn_prefill_scratch_bytes(args, v));
+    check_cuda(cudaMalloc(&scratch, bytes), "cudaMalloc scratch");
   }
   ~DeviceProblem() {
     for (void* p : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(g),

@@ -50,7 +50,7 @@ int main() {
           std::vector<float> out(static_cast<size_t>(p.out_elems()), kUnwritten);
           const GdnArgs a = contiguous_args(s, p.q.data(), p.k.data(), p.v.data(), p.g.data(), p.beta.data(),
                                             p.state.data(), out.data());
-          std::vector<double> scratch(gdn_prefill_scratch_bytes(a) / sizeof(double) + 1);
+          std::vector<double> scratch(gdn_prefill_scratch_bytes(a, var) / sizeof(double) + 1);
           cuda_emu::set_order(order, 7);
           cuda_emu::clear_problems();
           cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
@@ -75,7 +75,7 @@ int main() {
           const GdnArgs a = contiguous_args(s, misaligned_copy(p.q, qm), misaligned_copy(p.k, km),
                                             misaligned_copy(p.v, vm), p.g.data(), p.beta.data(), p.state.data(),
                                             out.data());
-          std::vector<double> scratch(gdn_prefill_scratch_bytes(a) / sizeof(double) + 1);
+          std::vector<double> scratch(gdn_prefill_scratch_bytes(a, var) / sizeof(double) + 1);
           cuda_emu::set_order(cuda_emu::Order::kForward, 7);
           cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
           if (e == cudaSuccess) e = cudaGetLastError();

@@ -1,9 +1,9 @@
-// gdn-prefill: the chunked (WY / UT) form in two kernels, in three variants: v1 does every
+// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in four variants: v1 does every
 // product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
 // 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
 // float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
 // state tile and U kept split in shared memory (Cells<true>), two prep CTAs per SM and the K > 1
-// snapshots as tensor-core products.
+// snapshots as tensor-core products; v4 is v3 with O taken out of the scan (below).
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -12,8 +12,12 @@
 //   scan  grid (S / 32, Hv, B): a CTA owns 32 value columns of one head's state (columns of the
 //         delta rule are independent) and walks the chunks in order:
 //         U = U' - W S;  O = scale (e^{G} Q S + P U);  snapshots;  S <- e^{G_last} S + K~^T U.
+//   v4    the scan's sequential chain without O, on 16 columns a CTA (two CTAs an SM): it writes
+//         U and each chunk's starting state S_c to scratch, and out, grid (chunks x S / 32, Hv,
+//         B), computes every chunk's O = scale (e^{G} Q S_c + P U). out starts while the scan
+//         runs and takes each chunk as soon as its scan CTAs have signalled it (ready counters).
 //
-// Both kernels move their inputs with cp.async, every load of a chunk in flight at once: with one
+// The kernels move their inputs with cp.async, every load of a chunk in flight at once: with one
 // CTA per SM nothing else hides a global load's latency. The scan loads the next chunk's W and U'
 // while it computes O, its Q and P during the snapshots and the state update, and its K during
 // the next chunk's U.
@@ -26,29 +30,33 @@ namespace {
 
 constexpr int C = kChunk;
 constexpr int kThreads = 256;  // 8 warps; 16 measured slower on the H200 (program.md)
-constexpr int kTileV = 32;  // value columns per scan CTA: one per lane
+constexpr int kTileV = 32;  // value columns per scan CTA of v1-v3 (v1: one per lane) and per v4 output CTA
+constexpr int kTileV4 = 16;  // value columns per v4 scan CTA: 256 CTAs at 32 heads x d128, two an SM
 constexpr int kWarps = kThreads / 32;
 static_assert(kWarps == 8 || kWarps == 16, "the tile mappings and the substitution assume 8 or 16 warps");
 
 // Shared-memory row strides. v2's are padded so that its fragment loads hit 32 distinct banks.
-template <int D, bool kTC>
+template <int D, bool kTC, int kCols = kTileV>
 struct Strides {
-  static constexpr int kX = D + (kTC ? 4 : 1);       // chunk rows of k, q, W (floats)
-  static constexpr int kA = C + (kTC ? 4 : 1);       // rows of A and P
-  static constexpr int kS = kTileV + (kTC ? 8 : 0);  // rows of the state tile, U and U' (v3: U' only)
+  static constexpr int kX = D + (kTC ? 4 : 1);      // chunk rows of k, q, W (floats)
+  static constexpr int kA = C + (kTC ? 4 : 1);      // rows of A and P
+  static constexpr int kS = kCols + (kTC ? 8 : 0);  // rows of the state tile, U and U' (v3, v4: U' only)
 };
 
 struct Scratch {
   float* w;        // [B][Hv][chunks][C][S]
-  float* u;        // [B][Hv][chunks][C][S]
+  float* u;        // [B][Hv][chunks][C][S]: U', which v4's scan overwrites with U
   float* p;        // [B][Hv][chunks][C][C]
   double* g;       // [B][Hv][chunks][C]
+  float* states;   // v4: [B][Hv][chunks][S][S], the state each chunk starts from (row i, column j)
+  int* ready;      // v4: [B][Hv][chunks], scan CTAs done with the chunk (nullptr for v1-v3)
   int64_t chunks;
 };
 
 int64_t chunk_count(const GdnArgs& a) { return (a.T + C - 1) / C; }
 
-Scratch carve(const GdnArgs& a, void* base) {
+
+Scratch carve(const GdnArgs& a, void* base, Variant v) {
   Scratch s;
   s.chunks = chunk_count(a);
   const int64_t units = int64_t{a.B} * a.Hv * s.chunks;
@@ -56,43 +64,44 @@ Scratch carve(const GdnArgs& a, void* base) {
   s.w = reinterpret_cast<float*>(s.g + units * C);
   s.u = s.w + units * C * a.S;
   s.p = s.u + units * C * a.S;
+  s.states = s.p + units * C * C;
+  s.ready = v == Variant::kOutputApart ? reinterpret_cast<int*>(s.states + units * a.S * a.S) : nullptr;
   return s;
 }
 
 
 // a b on TF32 tensor cores with float accuracy: a = ah + al and b = bh + bl with every part a
-// TF32 value, and a b = ah bh + al bh + ah bl (al bl is below float's precision). The three
-// products go to three accumulators: chained into one, each mma would wait for the one before
-// (tens of cycles apiece), and these loops are short of independent work.
+// TF32 value, and a b = ah bh + al bh + ah bl (al bl is below float's precision). An operand
+// fragment is split once (Split) and then serves every product it takes part in: the splits are
+// most of the instructions here, and the compiler does not share them between products itself.
+// The three products go to three accumulators: chained into one, each mma would wait for the one
+// before (tens of cycles apiece), and these loops are short of independent work.
+template <int N>
+struct Split {
+  float h[N], l[N];
+  __device__ __forceinline__ explicit Split(const float (&x)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      h[i] = to_tf32(x[i]);
+      l[i] = to_tf32(x[i] - h[i]);
+    }
+  }
+  // Already split: h TF32 values, l the rest (whose low bits the mma ignores).
+  __device__ __forceinline__ Split(const float (&hi)[N], const float (&lo)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      h[i] = hi[i];
+      l[i] = lo[i];
+    }
+  }
+};
+
 struct Acc3 {
   float hh[4] = {}, lh[4] = {}, hl[4] = {};
-  __device__ __forceinline__ void add(const float (&a)[4], const float (&b)[2]) {
-    float ah[4], al[4], bh[2], bl[2];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      ah[i] = to_tf32(a[i]);
-      al[i] = to_tf32(a[i] - ah[i]);
-    }
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      bh[i] = to_tf32(b[i]);
-      bl[i] = to_tf32(b[i] - bh[i]);
-    }
-    mma_tf32_m16n8k8(lh, al[0], al[1], al[2], al[3], bh[0], bh[1], lh);
-    mma_tf32_m16n8k8(hl, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], hl);
-    mma_tf32_m16n8k8(hh, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], hh);
-  }
-  // The same with B already split (bh a TF32 value; bl the rest, whose low bits the mma ignores).
-  __device__ __forceinline__ void add(const float (&a)[4], const float (&bh)[2], const float (&bl)[2]) {
-    float ah[4], al[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      ah[i] = to_tf32(a[i]);
-      al[i] = to_tf32(a[i] - ah[i]);
-    }
-    mma_tf32_m16n8k8(lh, al[0], al[1], al[2], al[3], bh[0], bh[1], lh);
-    mma_tf32_m16n8k8(hl, ah[0], ah[1], ah[2], ah[3], bl[0], bl[1], hl);
-    mma_tf32_m16n8k8(hh, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1], hh);
+  __device__ __forceinline__ void add(const Split<4>& a, const Split<2>& b) {
+    mma_tf32_m16n8k8(lh, a.l[0], a.l[1], a.l[2], a.l[3], b.h[0], b.h[1], lh);
+    mma_tf32_m16n8k8(hl, a.h[0], a.h[1], a.h[2], a.h[3], b.l[0], b.l[1], hl);
+    mma_tf32_m16n8k8(hh, a.h[0], a.h[1], a.h[2], a.h[3], b.h[0], b.h[1], hh);
   }
   __device__ __forceinline__ float sum(int e) const { return hh[e] + (lh[e] + hl[e]); }
 };
@@ -109,13 +118,10 @@ struct Cells<false> {
   __device__ __forceinline__ float get(int i, int c) const { return m[i * ld + c]; }
   __device__ __forceinline__ void set(int i, int c, float v) const { m[i * ld + c] = v; }
   // The B fragment of mma.m16n8k8 at rows k0.., columns col0.., split.
-  __device__ __forceinline__ void load_b(float (&bh)[2], float (&bl)[2], int k0, int col0, int lane) const {
+  __device__ __forceinline__ Split<2> load_b(int k0, int col0, int lane) const {
     const int r = lane >> 2, q = lane & 3;
-    const float b0 = m[(k0 + q) * ld + col0 + r], b1 = m[(k0 + q + 4) * ld + col0 + r];
-    bh[0] = to_tf32(b0);
-    bh[1] = to_tf32(b1);
-    bl[0] = to_tf32(b0 - bh[0]);
-    bl[1] = to_tf32(b1 - bh[1]);
+    const float b[2] = {m[(k0 + q) * ld + col0 + r], m[(k0 + q + 4) * ld + col0 + r]};
+    return Split<2>(b);
   }
 };
 template <>
@@ -127,13 +133,11 @@ struct Cells<true> {
     const float hi = to_tf32(v);
     m[i * ld + c] = float2{hi, v - hi};
   }
-  __device__ __forceinline__ void load_b(float (&bh)[2], float (&bl)[2], int k0, int col0, int lane) const {
+  __device__ __forceinline__ Split<2> load_b(int k0, int col0, int lane) const {
     const int r = lane >> 2, q = lane & 3;
     const float2 b0 = m[(k0 + q) * ld + col0 + r], b1 = m[(k0 + q + 4) * ld + col0 + r];
-    bh[0] = b0.x;
-    bh[1] = b1.x;
-    bl[0] = b0.y;
-    bl[1] = b1.y;
+    const float hi[2] = {b0.x, b1.x}, lo[2] = {b0.y, b1.y};
+    return Split<2>(hi, lo);
   }
 };
 
@@ -161,28 +165,25 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
 constexpr int kJ = 16 / kWarps;
 static_assert(kJ >= 1 && 4 % kJ == 0, "the chunk's tiles split evenly over the warps");
 
-// acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j < kJ, on
+// acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j < kN, on
 // tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. k_end is a multiple of
 // 16: even and odd k steps go to separate accumulators, for twice the independent work.
-template <int kLdA, class B>
-__device__ __forceinline__ void mma_rows(float (&acc)[kJ][4], const float* a, const B& b, int row0, int tile0,
+template <int kLdA, class B, int kN>
+__device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, const B& b, int row0, int tile0,
                                          int k_end, int lane) {
-  Acc3 part[2][kJ];  // [k step parity][j]
+  Acc3 part[2][kN];  // [k step parity][j]
   for (int k0 = 0; k0 < k_end; k0 += 16) {
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
       float fa[4];
       load_a(fa, a, kLdA, row0, k0 + 8 * p, lane);
+      const Split<4> sa(fa);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {
-        float bh[2], bl[2];
-        b.load_b(bh, bl, k0 + 8 * p, 8 * (tile0 + j), lane);
-        part[p][j].add(fa, bh, bl);
-      }
+      for (int j = 0; j < kN; ++j) part[p][j].add(sa, b.load_b(k0 + 8 * p, 8 * (tile0 + j), lane));
     }
   }
 #pragma unroll
-  for (int j = 0; j < kJ; ++j)
+  for (int j = 0; j < kN; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] += part[0][j].sum(e) + part[1][j].sum(e);
 }
@@ -277,12 +278,14 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
       float fk[4], fq[4];
       load_a(fk, ks, L::kX, row0, k0, lane);
       load_a(fq, qs, L::kX, row0, k0, lane);
+      const Split<4> sk(fk), sq(fq);
 #pragma unroll
       for (int j = 0; j < kP; ++j) {
         float fb[2];
         load_b_t(fb, ks, L::kX, k0, 8 * (col_tile0 + j), lane);
-        kk[j].add(fk, fb);
-        qk[j].add(fq, fb);
+        const Split<2> sb(fb);
+        kk[j].add(sk, sb);
+        qk[j].add(sq, sb);
       }
     }
 #pragma unroll
@@ -304,6 +307,7 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
     }
   }
   if (threadIdx.x < C) s.g[unit * C + threadIdx.x] = gs[threadIdx.x];
+  if (s.ready != nullptr && threadIdx.x == 0) s.ready[unit] = 0;  // before the scan, which waits for prep
   if constexpr (kTwoPerSm) {
     __syncthreads();  // every warp is done with Q
     load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
@@ -346,41 +350,63 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   }
 }
 
-// Row stride, in pairs, of the split state and U (v3): 36 puts a fragment's 64-bit loads on 32
-// distinct banks in each half-warp.
-constexpr int kSplitLd = kTileV + 4;
+// Row stride, in pairs, of the split state and U (v3, v4): kCols + 4 puts a fragment's 64-bit
+// loads on 32 distinct banks in each half-warp.
+template <int kCols>
+constexpr int kSplitLd = kCols + 4;
 
-template <int D, bool kTC, bool kSplit>
+// The scan's shape: kCols value columns a CTA; kApart (v4) leaves O to gdn_out, so the scan
+// keeps neither Q nor P and writes U and each chunk's starting state instead.
+template <int D, bool kTC, bool kSplit, int kCols, bool kApart>
 constexpr size_t scan_smem() {
-  using L = Strides<D, kTC>;
-  const size_t kept = kSplit ? sizeof(float2) * (D + C) * kSplitLd : sizeof(float) * (D + C) * L::kS;
-  return kept + sizeof(float) * (C * L::kS + 3 * C * L::kX + C * L::kA);
+  using L = Strides<D, kTC, kCols>;
+  const size_t kept =
+      kSplit ? sizeof(float2) * (D + C) * kSplitLd<kCols> : sizeof(float) * (D + C) * L::kS;
+  return kept + sizeof(float) * (C * L::kS + (kApart ? 2 : 3) * C * L::kX + (kApart ? 0 : C * L::kA));
 }
 
-template <int D, bool kTC, bool kSplit>
-__global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
+// acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]: the
+// D x kCols state's tiles of 16 x 8, kN of them in a row per warp from (srow0, scol0).
+template <int kLdK, class U, int kN>
+__device__ __forceinline__ void rank_update(Acc3 (&acc)[kN], const float* w, const float* kx, const U& us,
+                                            int srow0, int scol0, int k_end, int lane) {
+  const int r = lane >> 2, q = lane & 3;
+  for (int k0 = 0; k0 < k_end; k0 += 8) {
+    float fa[4];
+    fa[0] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r];
+    fa[1] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r + 8];
+    fa[2] = w[k0 + q + 4] * kx[(k0 + q + 4) * kLdK + srow0 + r];
+    fa[3] = w[k0 + q + 4] * kx[(k0 + q + 4) * kLdK + srow0 + r + 8];
+    const Split<4> sa(fa);
+#pragma unroll
+    for (int j = 0; j < kN; ++j) acc[j].add(sa, us.load_b(k0, 8 * (scol0 + j), lane));
+  }
+}
+
+template <int D, bool kTC, bool kSplit, int kCols, bool kApart>
+__global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
   static_assert(kTC || !kSplit, "only the tensor-core form keeps split operands");
-  using L = Strides<D, kTC>;
+  static_assert(kTC || kCols == 32, "v1 gives each lane a column");
+  static_assert(!kApart || kSplit, "v4 builds on v3");
+  using L = Strides<D, kTC, kCols>;
   constexpr int kRowsT = C / kWarps;  // chunk rows per warp
   constexpr int kRowsI = D / kWarps;  // state rows per warp
   const int h = blockIdx.y, b = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int r = lane >> 2, q = lane & 3;  // a thread's place in mma fragments
-  const int col0 = blockIdx.x * kTileV;
-  const int col = col0 + lane;
+  const int col0 = blockIdx.x * kCols;
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const float scale = rsqrtf(static_cast<float>(D));
 
   DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies need
   float* smem = reinterpret_cast<float*>(smem4);
-  // The state tile S[i][col] of this CTA's columns ([D] rows) and U ([C] rows).
+  // The state tile S[i][col0 + c] of this CTA's columns ([D] rows) and U ([C] rows).
   Cells<kSplit> st, us;
   float* after;
   if constexpr (kSplit) {
     float2* pairs = reinterpret_cast<float2*>(smem);
-    st = {pairs, kSplitLd};
-    us = {pairs + D * kSplitLd, kSplitLd};
-    after = reinterpret_cast<float*>(pairs + (D + C) * kSplitLd);
+    st = {pairs, kSplitLd<kCols>};
+    us = {pairs + D * kSplitLd<kCols>, kSplitLd<kCols>};
+    after = reinterpret_cast<float*>(pairs + (D + C) * kSplitLd<kCols>);
   } else {
     st = {smem, L::kS};
     us = {smem + D * L::kS, L::kS};
@@ -388,31 +414,32 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   }
   float* up = after;               // [C][kS]: U' (this CTA's columns)
   float* ws = up + C * L::kS;      // [C][kX]: W
-  float* qx = ws + C * L::kX;      // [C][kX]: Q
-  float* kx = qx + C * L::kX;      // [C][kX]: K
-  float* ps = kx + C * L::kX;      // [C][kA]: P
+  float* kx = ws + C * L::kX;      // [C][kX]: K
+  float* qx = kx + C * L::kX;      // [C][kX]: Q (not with kApart)
+  float* ps = qx + C * L::kX;      // [C][kA]: P (not with kApart)
   alignas(16) __shared__ double gs[2][C];  // log-gates of this chunk and the next (cp.async: 16-byte aligned)
   __shared__ float ge[C], gtail[C], decay[C];
 
   const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
   const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
-  float* snap_base = a.state_out + (int64_t{b} * a.Hv + h) * D * D + int64_t{col} * D;
+  float* head_out = a.state_out + (int64_t{b} * a.Hv + h) * D * D;  // snapshot slot 0 of this head
   const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
   auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
 
   // Three groups of copies per chunk, each issued as soon as its buffers are free. Every step
-  // commits a group, empty past the last chunk, so async_wait<2> always means "this step's".
+  // commits a group (empty past the last chunk, and for Q and P with kApart), so async_wait<2>
+  // always means "this step's".
   auto issue_wu = [&](int64_t c) {  // W, U', G
     if (c < s.chunks) {
       const int64_t unit = unit0 + c;
       load_rows_async<D>(ws, L::kX, s.w + unit * C * D, D, rows_in(c));
-      load_rows_async<kTileV>(up, L::kS, s.u + unit * C * D + col0, D, rows_in(c));
+      load_rows_async<kCols>(up, L::kS, s.u + unit * C * D + col0, D, rows_in(c));
       for (int i = threadIdx.x; i < C / 2; i += kThreads) copy_async_16(&gs[c & 1][2 * i], s.g + unit * C + 2 * i);
     }
     async_commit();
   };
   auto issue_qp = [&](int64_t c) {  // Q, P
-    if (c < s.chunks) {
+    if (!kApart && c < s.chunks) {
       load_rows_async<D>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c));
       load_rows_async<C>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C);
     }
@@ -423,14 +450,27 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     async_commit();
   };
 
+  if constexpr (kApart) launch_dependents();  // gdn_out may start: it waits chunk by chunk
   issue_wu(0);
   issue_qp(0);
   issue_k(0);
-  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D + int64_t{col} * D;
-  for (int i = warp; i < D; i += kWarps) st.set(i, lane, s0[i]);
+  // The state is column-major in memory (S[i][j] at j * D + i): consecutive threads take
+  // consecutive rows of a column.
+  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D;
+  for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
+    const int cc = idx / D, i = idx % D;
+    st.set(i, cc, s0[int64_t{col0 + cc} * D + i]);
+  }
 
-  // v2's tiles of the chunk's C x 32 products (see kJ).
-  const int trow0 = 16 * (warp / (4 / kJ)), tcol0 = (warp % (4 / kJ)) * kJ;
+  // The tiles of the chunk's C x kCols products (U, O), kN in a row per warp: the C / 16 x kCols / 8
+  // tiles of 16 x 8 split evenly over the warps.
+  constexpr int kColTiles = kCols / 8, kN = (C / 16) * kColTiles / kWarps;
+  static_assert(kN >= 1 && kColTiles % kN == 0, "the chunk's tiles split evenly over the warps");
+  const int trow0 = 16 * (warp / (kColTiles / kN)), tcol0 = (warp % (kColTiles / kN)) * kN;
+  // The same for the D x kCols state (the tensor-core forms' snapshots and state update).
+  constexpr int kTiles = kTC ? (D / 16) * kColTiles / kWarps : 1;
+  static_assert(!kTC || (kTiles >= 1 && kColTiles % kTiles == 0), "every warp has a tile of the state");
+  const int srow0 = 16 * (warp / (kColTiles / kTiles)), scol0 = (warp % (kColTiles / kTiles)) * kTiles;
 
   for (int64_t c = 0; c < s.chunks; ++c) {
     const int64_t t0 = c * C;
@@ -443,17 +483,28 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
       ge[t] = expf(static_cast<float>(g[t]));
       gtail[t] = t < n ? expf(static_cast<float>(g[n - 1] - g[t])) : 0.0f;
     }
+    if constexpr (kApart) {
+      // The state this chunk starts from, for gdn_out.
+      float* dst = s.states + (unit0 + c) * D * D + col0;
+      for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
+        const int i = idx / kCols, cc = idx % kCols;
+        dst[i * D + cc] = st.get(i, cc);
+      }
+    }
 
     // U = U' - W S.
     if constexpr (kTC) {
-      float acc[kJ][4] = {};
+      float acc[kN][4] = {};
       mma_rows<L::kX>(acc, ws, st, trow0, tcol0, D, lane);
+      float* u_out = s.u + (unit0 + c) * C * D + col0;  // kApart: U over U', which only this CTA read
 #pragma unroll
-      for (int j = 0; j < kJ; ++j)
+      for (int j = 0; j < kN; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
-          us.set(t, cc, t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f);
+          const float u = t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f;
+          us.set(t, cc, u);
+          if (kApart && t < n) u_out[t * D + cc] = u;
         }
     } else {
       float acc[kRowsT];
@@ -473,72 +524,55 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         us.set(t, lane, t < n ? acc[rr] : 0.0f);
       }
     }
-    __syncthreads();  // U is complete; W and U' are free
+    // U is complete; W and U' are free (with kApart gdn_out may take this chunk).
+    if constexpr (kApart) ready_signal(s.ready + unit0 + c);
+    else __syncthreads();
     issue_wu(c + 1);
 
     // O = scale (e^{G} Q S + P U).
-    async_wait<2>();  // Q, P
-    __syncthreads();
-    float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
-    const int64_t o_token = int64_t{a.Hv} * D;
-    if constexpr (kTC) {
-      float acc[kJ][4] = {};
-      mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
+    if constexpr (!kApart) {
+      async_wait<2>();  // Q, P
+      __syncthreads();
+      float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
+      const int64_t o_token = int64_t{a.Hv} * D;
+      if constexpr (kTC) {
+        float acc[kN][4] = {};
+        mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j)
+        for (int j = 0; j < kN; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][e] *= ge[c_row(trow0, lane, e)];
-      // P is lower triangular: columns past this row tile's last row add nothing.
-      mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
+          for (int e = 0; e < 4; ++e) acc[j][e] *= ge[c_row(trow0, lane, e)];
+        // P is lower triangular: columns past this row tile's last row add nothing.
+        mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j)
+        for (int j = 0; j < kN; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
-          if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
+          for (int e = 0; e < 4; ++e) {
+            const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
+            if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
+          }
+      } else {
+        float acc[kRowsT] = {};
+        for (int i = 0; i < D; ++i) {
+          const float sv = st.get(i, lane);
+#pragma unroll
+          for (int rr = 0; rr < kRowsT; ++rr) acc[rr] += qx[(warp * kRowsT + rr) * L::kX + i] * sv;
         }
-    } else {
-      float acc[kRowsT] = {};
-      for (int i = 0; i < D; ++i) {
-        const float sv = st.get(i, lane);
 #pragma unroll
-        for (int rr = 0; rr < kRowsT; ++rr) acc[rr] += qx[(warp * kRowsT + rr) * L::kX + i] * sv;
+        for (int rr = 0; rr < kRowsT; ++rr) {
+          const int t = warp * kRowsT + rr;
+          float o = ge[t] * acc[rr];
+          for (int u = 0; u <= t; ++u) o += ps[t * L::kA + u] * us.get(u, lane);
+          if (t < n) ob[t * o_token + lane] = o * scale;
+        }
       }
-#pragma unroll
-      for (int rr = 0; rr < kRowsT; ++rr) {
-        const int t = warp * kRowsT + rr;
-        float o = ge[t] * acc[rr];
-        for (int u = 0; u <= t; ++u) o += ps[t * L::kA + u] * us.get(u, lane);
-        if (t < n) ob[t * o_token + lane] = o * scale;
-      }
+      __syncthreads();  // Q and P are free
     }
-    __syncthreads();  // Q and P are free
     issue_qp(c + 1);
 
     // The snapshots this chunk holds, then the next state.
     async_wait<2>();  // K
     __syncthreads();
-    // The tensor-core forms' tiles of the D x 32 state (see rank_update).
-    constexpr int kTiles = kTC ? D / (4 * kWarps) : 1;
-    static_assert(kTiles >= 1, "every warp has a tile of the state");
-    const int srow0 = 16 * (warp / (4 / kTiles)), scol0 = (warp % (4 / kTiles)) * kTiles;
-    // acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]:
-    // D / 16 x 4 tiles of 16 x 8, kTiles of them in a row per warp.
-    auto rank_update = [&](Acc3 (&acc)[kTiles], const float* w, int k_end) {
-      for (int k0 = 0; k0 < k_end; k0 += 8) {
-        float fa[4];
-        fa[0] = w[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r];
-        fa[1] = w[k0 + q] * kx[(k0 + q) * L::kX + srow0 + r + 8];
-        fa[2] = w[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r];
-        fa[3] = w[k0 + q + 4] * kx[(k0 + q + 4) * L::kX + srow0 + r + 8];
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) {
-          float bh[2], bl[2];
-          us.load_b(bh, bl, k0, 8 * (scol0 + j), lane);
-          acc[j].add(fa, bh, bl);
-        }
-      }
-    };
     if (a.K > 1) {
       for (int t = 0; t < n; ++t) {
         const int64_t slot = a.T - 1 - (t0 + t);
@@ -546,27 +580,26 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
         __syncthreads();  // decay[] of the previous snapshot is used up
         if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
         __syncthreads();
+        float* dst = head_out + slot * a.slot_stride;
         if constexpr (kSplit) {
           // S_t = e^{G_t} S + K~^T U with the decays to token t as weights (zero past t): the state
           // update's product on tensor cores, over the rows up to t.
           Acc3 acc[kTiles];
-          rank_update(acc, decay, (t + 8) & ~7);
-          float* head = a.state_out + (int64_t{b} * a.Hv + h) * D * D + slot * a.slot_stride;
+          rank_update<L::kX>(acc, decay, kx, us, srow0, scol0, (t + 8) & ~7, lane);
 #pragma unroll
           for (int j = 0; j < kTiles; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int i = c_row(srow0, lane, e), cc = c_col(scol0 + j, lane, e);
-              head[int64_t{col0 + cc} * D + i] = ge[t] * st.get(i, cc) + acc[j].sum(e);
+              dst[int64_t{col0 + cc} * D + i] = ge[t] * st.get(i, cc) + acc[j].sum(e);
             }
         } else {
-          float* dst = snap_base + slot * a.slot_stride;
 #pragma unroll
           for (int rr = 0; rr < kRowsI; ++rr) {
             const int i = warp * kRowsI + rr;
             float v = ge[t] * st.get(i, lane);
             for (int u = 0; u <= t; ++u) v += decay[u] * kx[u * L::kX + i] * us.get(u, lane);
-            dst[i] = v;
+            dst[int64_t{col0 + lane} * D + i] = v;
           }
         }
       }
@@ -575,7 +608,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
     if constexpr (kTC) {
       // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
       Acc3 acc[kTiles];
-      rank_update(acc, gtail, C);
+      rank_update<L::kX>(acc, gtail, kx, us, srow0, scol0, C, lane);
       float next[kTiles][4];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
@@ -606,21 +639,96 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan(GdnArgs a, Scratch s) {
   }
   if (a.K == 1) {
     __syncthreads();
-    for (int i = warp; i < D; i += kWarps) snap_base[i] = st.get(i, lane);
+    for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
+      const int cc = idx / D, i = idx % D;
+      head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
+    }
   }
 }
 
-template <int D, bool kTC, bool kSplit>
+// v4's output, every chunk of every head at once: O = scale (e^{G} Q S_c + P U) for 32 value
+// columns of one chunk, from the starting state and U the scan wrote. It starts while the scan
+// runs (LAUNCH_EARLY), in the shared memory and registers the scan leaves free on each SM, and
+// waits for its chunk's D / kScanCols scan CTAs before it reads their output.
+template <int D>
+constexpr size_t out_smem() {
+  using L = Strides<D, true>;
+  return sizeof(float) * ((D + C) * L::kS + C * L::kX + C * L::kA);
+}
+
+template <int D, int kScanCols>
+__global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
+  using L = Strides<D, true>;
+  constexpr int kTilesPerHead = D / kTileV;
+  const int64_t c = blockIdx.x / kTilesPerHead;
+  const int col0 = (blockIdx.x % kTilesPerHead) * kTileV;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
+  const int64_t t0 = c * C, unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
+  const int n = static_cast<int>(a.T - t0 < C ? a.T - t0 : C);
+
+  DYNAMIC_SHARED(float4, smem4);
+  float* smem = reinterpret_cast<float*>(smem4);
+  const Cells<false> st{smem, L::kS}, us{smem + D * L::kS, L::kS};
+  float* qx = smem + (D + C) * L::kS;  // [C][kX]
+  float* ps = qx + C * L::kX;           // [C][kA]
+  __shared__ float ge[C];
+
+  load_rows_async<D>(qx, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
+  load_rows_async<C>(ps, L::kA, s.p + unit * C * C, C, C);
+  async_commit();
+  if (threadIdx.x < C) ge[threadIdx.x] = expf(static_cast<float>(s.g[unit * C + threadIdx.x]));
+  ready_wait(s.ready + unit, D / kScanCols);
+  // The scan's output, through L2 (cp.async.cg: scratch is 16-byte aligned).
+  load_rows_async<kTileV>(us.m, L::kS, s.u + unit * C * D + col0, D, n);
+  for (int i0 = 0; i0 < D; i0 += C)  // the state's D rows, C at a time
+    load_rows_async<kTileV>(st.m + i0 * L::kS, L::kS, s.states + unit * D * D + int64_t{i0} * D + col0, D, C);
+  async_commit();
+  async_wait<0>();
+  __syncthreads();
+
+  constexpr int kN = kJ;
+  const int trow0 = 16 * (warp / (4 / kN)), tcol0 = (warp % (4 / kN)) * kN;
+  float acc[kN][4] = {};
+  mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
+#pragma unroll
+  for (int j = 0; j < kN; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] *= ge[c_row(trow0, lane, e)];
+  mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
+  float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
+  const int64_t o_token = int64_t{a.Hv} * D;
+  const float scale = rsqrtf(static_cast<float>(D));
+#pragma unroll
+  for (int j = 0; j < kN; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
+      if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
+    }
+}
+
+template <int D, bool kTC, bool kSplit, int kCols = kTileV, bool kApart = false>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   auto* prep = gdn_prep<D, kTC, kSplit>;
-  auto* scan = gdn_scan<D, kTC, kSplit>;
-  constexpr int prep_bytes = prep_smem<D, kTC, kSplit>(), scan_bytes = scan_smem<D, kTC, kSplit>();
-  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
+  auto* scan = gdn_scan<D, kTC, kSplit, kCols, kApart>;
+  auto* out = gdn_out<D, kCols>;
+  constexpr int prep_bytes = prep_smem<D, kTC, kSplit>(), scan_bytes = scan_smem<D, kTC, kSplit, kCols, kApart>();
+  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0}, out_ready{0};
   cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
   if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
+  if (kApart && e == cudaSuccess) e = allow_dynamic_shared(out, out_smem<D>(), out_ready);
   if (e != cudaSuccess) return e;
   LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
-  LAUNCH(scan, dim3(D / kTileV, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
+  LAUNCH(scan, dim3(D / kCols, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
+  if constexpr (kApart) {
+    e = cudaGetLastError();
+    if (e == cudaSuccess)
+      e = LAUNCH_EARLY(out, dim3(static_cast<unsigned>(s.chunks * (D / kTileV)), a.Hv, a.B), kThreads, out_smem<D>(),
+                       stream, a, s);
+    if (e != cudaSuccess) return e;
+  }
   return cudaGetLastError();
 }
 
@@ -632,20 +740,24 @@ bool gdn_prefill_supported(const GdnArgs& a) {
          a.B > 0 && a.B <= 65535 && a.B % a.Bqk == 0 && a.T > 0 && a.K >= 1;
 }
 
-size_t gdn_prefill_scratch_bytes(const GdnArgs& a) {
+size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v) {
   const size_t units = static_cast<size_t>(a.B) * a.Hv * chunk_count(a);
-  return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C));
+  const size_t apart = v == Variant::kOutputApart ? units * (sizeof(float) * a.S * a.S + sizeof(int)) : 0;
+  return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C)) + apart;
 }
 
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v) {
   // The scan copies scratch in 16-byte pieces.
   if (!gdn_prefill_supported(a) || reinterpret_cast<uintptr_t>(scratch) % 16 != 0) return cudaErrorInvalidValue;
-  const Scratch s = carve(a, scratch);
+  const Scratch s = carve(a, scratch, v);
   switch (v) {
     case Variant::kTensorCores:
       return a.S == 128 ? launch<128, true, false>(a, s, stream) : launch<64, true, false>(a, s, stream);
     case Variant::kTensorCoresSplit:
       return a.S == 128 ? launch<128, true, true>(a, s, stream) : launch<64, true, true>(a, s, stream);
+    case Variant::kOutputApart:
+      return a.S == 128 ? launch<128, true, true, kTileV4, true>(a, s, stream)
+                        : launch<64, true, true, kTileV4, true>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -28,20 +28,25 @@ struct GdnArgs {
 
 // Whether the kernel handles these arguments (head size, heads, sequences).
 bool gdn_prefill_supported(const GdnArgs& a);
-// Device scratch the kernel needs for these arguments (per-chunk W, U', P and log-gates).
-size_t gdn_prefill_scratch_bytes(const GdnArgs& a);
 enum class Variant {
   kSimt,              // v1: every product in float32 SIMT arithmetic
   kTensorCores,       // v2: the matrix products on TF32 tensor cores, 3xTF32 for float accuracy
   kTensorCoresSplit,  // v3: v2 with the state and U kept split into TF32 parts, two prep CTAs per
                       // SM, snapshots on tensor cores
+  kOutputApart,       // v4: v3 with the attention output computed apart from the scan, by a
+                      // kernel that starts while the scan runs, and the scan on 16-column tiles
 };
-constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores, Variant::kTensorCoresSplit};
+constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores, Variant::kTensorCoresSplit,
+                                 Variant::kOutputApart};
 inline const char* variant_name(Variant v) {
-  return v == Variant::kSimt ? "v1" : v == Variant::kTensorCores ? "v2" : "v3";
+  return v == Variant::kSimt ? "v1" : v == Variant::kTensorCores ? "v2" : v == Variant::kTensorCoresSplit ? "v3" : "v4";
 }
 
-// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a) bytes (every variant),
+// Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4 also
+// each chunk's starting state).
+size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v);
+
+// Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a, v) bytes,
 // 16-byte aligned (cudaMalloc's and ggml's pools are).
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v = Variant::kSimt);
 

@@ -348,6 +348,18 @@ void set_order(Order order, uint64_t seed) {
   emu().rng.seed(seed);
 }
 
+void ready_signal(int* counter) {
+  syncthreads();
+  if (thread_index.x == 0 && thread_index.y == 0 && thread_index.z == 0) ++*counter;
+}
+
+void ready_wait(const int* counter, int count) {
+  if (thread_index.x == 0 && thread_index.y == 0 && thread_index.z == 0 && *counter < count)
+    problem(block_name() + ": waits for a counter at " + std::to_string(*counter) + " of " + std::to_string(count) +
+            " that no block left to run can raise");
+  syncthreads();
+}
+
 const std::string& problems() { return emu().problems; }
 void clear_problems() { emu().problems.clear(); }
 

@@ -101,6 +101,12 @@ void copy_async(void* dst, const void* src, int bytes);
 void copy_async_commit();
 void copy_async_wait(int pending);
 
+// Hand-over between blocks through a counter (device.cuh's ready_signal / ready_wait): blocks and
+// kernels run one after another here, so a counter below its count at a wait is reported: the
+// producer would never have signalled.
+void ready_signal(int* counter);
+void ready_wait(const int* counter, int count);
+
 }  // namespace cuda_emu
 
 #define threadIdx (::cuda_emu::thread_index)

@@ -22,6 +22,17 @@ void expect(bool ok, const std::string& what) {
 
 bool problem_mentions(const char* text) { return cuda_emu::problems().find(text) != std::string::npos; }
 
+// Hand-over between launches: `produce` writes a value per block and signals; `consume` waits
+// for `count` signals and copies the values.
+__global__ void produce(int* values, int* counter) {
+  if (threadIdx.x == 0) values[blockIdx.x] = 10 + static_cast<int>(blockIdx.x);
+  ready_signal(counter);
+}
+__global__ void consume(const int* values, const int* counter, int count, int* out) {
+  ready_wait(counter, count);
+  if (threadIdx.x == 0) out[blockIdx.x] = values[blockIdx.x];
+}
+
 // Each thread writes its index plus a salt, the block waits, then each reads its neighbour's:
 // right only with the barrier, in every order.
 __global__ void rotate(int* out, bool with_barrier, int salt) {
@@ -298,6 +309,17 @@ int main() {
   LAUNCH(misaligned_copy, 1, 4, 4 * sizeof(float4), nullptr, src.data());
   expect(problem_mentions("not aligned"), "a 16-byte cp.async from a 4-byte-aligned address is reported");
   cuda_emu::clear_problems();
+
+  {
+    int values[3] = {}, out[3] = {}, counter = 0;
+    LAUNCH(produce, 3, 64, 0, nullptr, values, &counter);
+    LAUNCH_EARLY(consume, 3, 64, 0, nullptr, values, &counter, 3, out);
+    expect(counter == 3 && out[2] == 12 && cuda_emu::problems().empty(), "ready_wait passes once every block signalled");
+    LAUNCH_EARLY(consume, 3, 64, 0, nullptr, values, &counter, 4, out);
+    (void)cudaGetLastError();
+    expect(problem_mentions("no block left to run can raise"), "a wait for a signal that never comes is reported");
+    cuda_emu::clear_problems();
+  }
 
   std::printf(failures ? "cuda_emu_test: %d failed\n" : "cuda_emu_test: all passed\n", failures);
   return failures ? 1 : 0;
