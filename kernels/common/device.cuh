@@ -10,11 +10,15 @@
 //   async_commit(), async_wait<N>()          close a group of them; wait until at most N groups
 //                                            are in flight (then __syncthreads to share them)
 //   allow_dynamic_shared(kernel, bytes, done)   the shared-memory opt-in, once per device
-//   LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, args...)   LAUNCH, but the kernel may
-//                                            start while the one before it in the stream still
-//                                            runs (programmatic dependent launch), once every CTA
-//                                            of that one has called launch_dependents()
+//   LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, args...)   LAUNCH, but on sm_90 the
+//                                            kernel may start while the one before it in the
+//                                            stream still runs (programmatic dependent launch),
+//                                            once every CTA of that one has called
+//                                            launch_dependents(); some CTA of it must call
+//                                            wait_for_primary() before it ends
 //   launch_dependents()                      lets the next kernel of the stream start early
+//   wait_for_primary()                       waits until the kernel before this one in the stream
+//                                            has finished and its writes are visible
 //   ready_signal(counter)                    the block's global writes so far are made visible,
 //                                            then the counter goes up by one (all threads call it)
 //   ready_wait(counter, count)               the block waits until the counter reaches count (all
@@ -52,6 +56,7 @@ inline void async_wait() {
 // Blocks run one after another here, and kernels too: a waiting block's producers have all run.
 #define LAUNCH_EARLY LAUNCH
 inline void launch_dependents() {}
+inline void wait_for_primary() {}
 inline void ready_signal(int* counter) { ::cuda_emu::ready_signal(counter); }
 inline void ready_wait(const int* counter, int count) { ::cuda_emu::ready_wait(counter, count); }
 
@@ -100,9 +105,14 @@ __device__ __forceinline__ void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Before sm_90 there is no early start: the launch is a plain one.
 template <typename... Params, typename... Args>
 inline cudaError_t launch_early(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
                                 cudaStream_t stream, Args... args) {
+  int device = 0, major = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (e != cudaSuccess) return e;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
@@ -112,17 +122,31 @@ inline cudaError_t launch_early(void (*kernel)(Params...), dim3 grid, dim3 block
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   config.attrs = &attr;
-  config.numAttrs = 1;
+  config.numAttrs = major >= 9 ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
 }
 #define LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, ...) \
   launch_early(kernel, grid, block, shared_bytes, stream, __VA_ARGS__)
 
-__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// griddepcontrol exists from sm_90 on; before that the dependent kernel starts after this one ends.
+__device__ __forceinline__ void launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_primary() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// The barrier orders the block's writes before thread 0's fence, which publishes them with the
+// increment.
 __device__ __forceinline__ void ready_signal(int* counter) {
-  __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) atomicAdd(counter, 1);
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1);
+  }
 }
 __device__ __forceinline__ void ready_wait(const int* counter, int count) {
   if (threadIdx.x == 0) {

@@ -13,14 +13,14 @@
 //         delta rule are independent) and walks the chunks in order:
 //         U = U' - W S;  O = scale (e^{G} Q S + P U);  snapshots;  S <- e^{G_last} S + K~^T U.
 //   v4    the scan's sequential chain without O, on 16 columns a CTA (two CTAs an SM): it writes
-//         U and each chunk's starting state S_c to scratch, and out, grid (chunks x S / 32, Hv,
+//         U and each chunk's starting state S_c to scratch, and out, grid (chunks x Hv x S / 32,
 //         B), computes every chunk's O = scale (e^{G} Q S_c + P U). out starts while the scan
 //         runs and takes each chunk as soon as its scan CTAs have signalled it (ready counters).
 //
 // The kernels move their inputs with cp.async, every load of a chunk in flight at once: with one
 // CTA per SM nothing else hides a global load's latency. The scan loads the next chunk's W and U'
-// while it computes O, its Q and P during the snapshots and the state update, and its K during
-// the next chunk's U.
+// while it computes O (v4: while it waits for K), its Q and P (v1-v3) during the snapshots and the
+// state update, and its K during the next chunk's U.
 #include "device.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
@@ -49,7 +49,8 @@ struct Scratch {
   float* p;        // [B][Hv][chunks][C][C]
   double* g;       // [B][Hv][chunks][C]
   float* states;   // v4: [B][Hv][chunks][S][S], the state each chunk starts from (row i, column j)
-  int* ready;      // v4: [B][Hv][chunks], scan CTAs done with the chunk (nullptr for v1-v3)
+  int* ready;      // v4: [B][Hv][chunks][S / 32], scan CTAs done with a chunk's 32 columns
+                   // (v1-v3: states and ready are nullptr)
   int64_t chunks;
 };
 
@@ -64,16 +65,17 @@ Scratch carve(const GdnArgs& a, void* base, Variant v) {
   s.w = reinterpret_cast<float*>(s.g + units * C);
   s.u = s.w + units * C * a.S;
   s.p = s.u + units * C * a.S;
-  s.states = s.p + units * C * C;
-  s.ready = v == Variant::kOutputApart ? reinterpret_cast<int*>(s.states + units * a.S * a.S) : nullptr;
+  const bool apart = v == Variant::kOutputApart;
+  s.states = apart ? s.p + units * C * C : nullptr;
+  s.ready = apart ? reinterpret_cast<int*>(s.states + units * a.S * a.S) : nullptr;
   return s;
 }
 
 
 // a b on TF32 tensor cores with float accuracy: a = ah + al and b = bh + bl with every part a
 // TF32 value, and a b = ah bh + al bh + ah bl (al bl is below float's precision). An operand
-// fragment is split once (Split) and then serves every product it takes part in: the splits are
-// most of the instructions here, and the compiler does not share them between products itself.
+// fragment is split once (Split) and then serves every product it takes part in (the compiler
+// shared the splits already when each product split its own: same instruction counts).
 // The three products go to three accumulators: chained into one, each mma would wait for the one
 // before (tens of cycles apiece), and these loops are short of independent work.
 template <int N>
@@ -159,11 +161,6 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
   b[0] = m[(col0 + r) * ld + k0 + q];
   b[1] = m[(col0 + r) * ld + k0 + q + 4];
 }
-
-// The C x 32 products of a chunk (U, O) are 4 x 4 tiles of 16 x 8; a warp takes kJ of them in a
-// row: rows from trow0, column tiles tcol0 .. tcol0 + kJ.
-constexpr int kJ = 16 / kWarps;
-static_assert(kJ >= 1 && 4 % kJ == 0, "the chunk's tiles split evenly over the warps");
 
 // acc[j] += A[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for j < kN, on
 // tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. k_end is a multiple of
@@ -307,7 +304,8 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
     }
   }
   if (threadIdx.x < C) s.g[unit * C + threadIdx.x] = gs[threadIdx.x];
-  if (s.ready != nullptr && threadIdx.x == 0) s.ready[unit] = 0;  // before the scan, which waits for prep
+  // Before the scan, which starts after prep.
+  if (s.ready != nullptr && threadIdx.x < D / kTileV) s.ready[unit * (D / kTileV) + threadIdx.x] = 0;
   if constexpr (kTwoPerSm) {
     __syncthreads();  // every warp is done with Q
     load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
@@ -355,10 +353,14 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
 template <int kCols>
 constexpr int kSplitLd = kCols + 4;
 
-// The scan's shape: kCols value columns a CTA; kApart (v4) leaves O to gdn_out, so the scan
-// keeps neither Q nor P and writes U and each chunk's starting state instead.
-template <int D, bool kTC, bool kSplit, int kCols, bool kApart>
+// The scan's value columns a CTA. kApart (v4) leaves O to gdn_out, so the scan keeps neither Q
+// nor P and writes U and each chunk's starting state instead.
+template <bool kApart>
+constexpr int kScanCols = kApart ? kTileV4 : kTileV;
+
+template <int D, bool kTC, bool kSplit, bool kApart>
 constexpr size_t scan_smem() {
+  constexpr int kCols = kScanCols<kApart>;
   using L = Strides<D, kTC, kCols>;
   const size_t kept =
       kSplit ? sizeof(float2) * (D + C) * kSplitLd<kCols> : sizeof(float) * (D + C) * L::kS;
@@ -383,8 +385,9 @@ __device__ __forceinline__ void rank_update(Acc3 (&acc)[kN], const float* w, con
   }
 }
 
-template <int D, bool kTC, bool kSplit, int kCols, bool kApart>
+template <int D, bool kTC, bool kSplit, bool kApart>
 __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
+  constexpr int kCols = kScanCols<kApart>;
   static_assert(kTC || !kSplit, "only the tensor-core form keeps split operands");
   static_assert(kTC || kCols == 32, "v1 gives each lane a column");
   static_assert(!kApart || kSplit, "v4 builds on v3");
@@ -395,7 +398,6 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * kCols;
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
-  const float scale = rsqrtf(static_cast<float>(D));
 
   DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies need
   float* smem = reinterpret_cast<float*>(smem4);
@@ -525,7 +527,7 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
       }
     }
     // U is complete; W and U' are free (with kApart gdn_out may take this chunk).
-    if constexpr (kApart) ready_signal(s.ready + unit0 + c);
+    if constexpr (kApart) ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);
     else __syncthreads();
     issue_wu(c + 1);
 
@@ -535,6 +537,7 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
       __syncthreads();
       float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
       const int64_t o_token = int64_t{a.Hv} * D;
+      const float scale = rsqrtf(static_cast<float>(D));
       if constexpr (kTC) {
         float acc[kN][4] = {};
         mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
@@ -649,20 +652,22 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
 // v4's output, every chunk of every head at once: O = scale (e^{G} Q S_c + P U) for 32 value
 // columns of one chunk, from the starting state and U the scan wrote. It starts while the scan
 // runs (LAUNCH_EARLY), in the shared memory and registers the scan leaves free on each SM, and
-// waits for its chunk's D / kScanCols scan CTAs before it reads their output.
+// waits for the scan CTAs of its 32 columns before it reads their output. Chunks are the slowest
+// grid index: the CTAs that start first are the ones whose chunks the scan reaches first.
 template <int D>
 constexpr size_t out_smem() {
   using L = Strides<D, true>;
   return sizeof(float) * ((D + C) * L::kS + C * L::kX + C * L::kA);
 }
 
-template <int D, int kScanCols>
+template <int D>
 __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   using L = Strides<D, true>;
   constexpr int kTilesPerHead = D / kTileV;
-  const int64_t c = blockIdx.x / kTilesPerHead;
-  const int col0 = (blockIdx.x % kTilesPerHead) * kTileV;
-  const int h = blockIdx.y, b = blockIdx.z;
+  const int tile = static_cast<int>(blockIdx.x % kTilesPerHead);
+  const int h = static_cast<int>(blockIdx.x / kTilesPerHead % a.Hv);
+  const int64_t c = blockIdx.x / kTilesPerHead / a.Hv;
+  const int b = blockIdx.y, col0 = tile * kTileV;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
   const int64_t t0 = c * C, unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
@@ -679,7 +684,7 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   load_rows_async<C>(ps, L::kA, s.p + unit * C * C, C, C);
   async_commit();
   if (threadIdx.x < C) ge[threadIdx.x] = expf(static_cast<float>(s.g[unit * C + threadIdx.x]));
-  ready_wait(s.ready + unit, D / kScanCols);
+  ready_wait(s.ready + unit * kTilesPerHead + tile, kTileV / kTileV4);
   // The scan's output, through L2 (cp.async.cg: scratch is 16-byte aligned).
   load_rows_async<kTileV>(us.m, L::kS, s.u + unit * C * D + col0, D, n);
   for (int i0 = 0; i0 < D; i0 += C)  // the state's D rows, C at a time
@@ -688,7 +693,9 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   async_wait<0>();
   __syncthreads();
 
-  constexpr int kN = kJ;
+  // The C x 32 output's 4 x 4 tiles of 16 x 8, kN in a row per warp.
+  constexpr int kN = 16 / kWarps;
+  static_assert(kN >= 1 && 4 % kN == 0, "the output's tiles split evenly over the warps");
   const int trow0 = 16 * (warp / (4 / kN)), tcol0 = (warp % (4 / kN)) * kN;
   float acc[kN][4] = {};
   mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
@@ -707,26 +714,30 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
       const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
       if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
     }
+  // This grid ends after the scan, so that the stream's next kernel sees the snapshots and the
+  // last state. Only the last chunk's CTAs wait: they run last, and a wait holds its CTA's slot.
+  if (c == s.chunks - 1) wait_for_primary();
 }
 
-template <int D, bool kTC, bool kSplit, int kCols = kTileV, bool kApart = false>
+template <int D, bool kTC, bool kSplit, bool kApart = false>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   auto* prep = gdn_prep<D, kTC, kSplit>;
-  auto* scan = gdn_scan<D, kTC, kSplit, kCols, kApart>;
-  auto* out = gdn_out<D, kCols>;
-  constexpr int prep_bytes = prep_smem<D, kTC, kSplit>(), scan_bytes = scan_smem<D, kTC, kSplit, kCols, kApart>();
-  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0}, out_ready{0};
+  auto* scan = gdn_scan<D, kTC, kSplit, kApart>;
+  constexpr int prep_bytes = prep_smem<D, kTC, kSplit>(), scan_bytes = scan_smem<D, kTC, kSplit, kApart>();
+  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
   cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
   if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
-  if (kApart && e == cudaSuccess) e = allow_dynamic_shared(out, out_smem<D>(), out_ready);
   if (e != cudaSuccess) return e;
   LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
-  LAUNCH(scan, dim3(D / kCols, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
+  LAUNCH(scan, dim3(D / kScanCols<kApart>, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
   if constexpr (kApart) {
+    auto* out = gdn_out<D>;
+    static std::atomic<uint64_t> out_ready{0};
     e = cudaGetLastError();
+    if (e == cudaSuccess) e = allow_dynamic_shared(out, out_smem<D>(), out_ready);
     if (e == cudaSuccess)
-      e = LAUNCH_EARLY(out, dim3(static_cast<unsigned>(s.chunks * (D / kTileV)), a.Hv, a.B), kThreads, out_smem<D>(),
-                       stream, a, s);
+      e = LAUNCH_EARLY(out, dim3(static_cast<unsigned>(s.chunks * a.Hv * (D / kTileV)), a.B), kThreads,
+                       out_smem<D>(), stream, a, s);
     if (e != cudaSuccess) return e;
   }
   return cudaGetLastError();
@@ -742,7 +753,7 @@ bool gdn_prefill_supported(const GdnArgs& a) {
 
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v) {
   const size_t units = static_cast<size_t>(a.B) * a.Hv * chunk_count(a);
-  const size_t apart = v == Variant::kOutputApart ? units * (sizeof(float) * a.S * a.S + sizeof(int)) : 0;
+  const size_t apart = v == Variant::kOutputApart ? units * (sizeof(float) * a.S * a.S + sizeof(int) * (a.S / kTileV)) : 0;
   return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C)) + apart;
 }
 
@@ -756,8 +767,7 @@ cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Va
     case Variant::kTensorCoresSplit:
       return a.S == 128 ? launch<128, true, true>(a, s, stream) : launch<64, true, true>(a, s, stream);
     case Variant::kOutputApart:
-      return a.S == 128 ? launch<128, true, true, kTileV4, true>(a, s, stream)
-                        : launch<64, true, true, kTileV4, true>(a, s, stream);
+      return a.S == 128 ? launch<128, true, true, true>(a, s, stream) : launch<64, true, true, true>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -103,7 +103,8 @@ void copy_async_wait(int pending);
 
 // Hand-over between blocks through a counter (device.cuh's ready_signal / ready_wait): blocks and
 // kernels run one after another here, so a counter below its count at a wait is reported: the
-// producer would never have signalled.
+// producer would never have signalled. Since the producer has always finished by then, a signal
+// given before the writes it stands for is not caught here.
 void ready_signal(int* counter);
 void ready_wait(const int* counter, int count);
 
