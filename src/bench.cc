@@ -18,6 +18,7 @@
 #include "error.h"
 #include "gguf_facts.h"
 #include "http_conn.h"
+#include "machine.h"
 #include "net.h"
 #include "port_owner.h"
 #include "shell.h"
@@ -287,27 +288,15 @@ json BenchRecord::to_json() const {
 
 json describe_machine() {
   json m;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("model name", 0) == 0) {
-      m["cpu"] = line.substr(line.find(':') + 2);
-      break;
-    }
+  const std::string cpu = cpu_model();
+  if (!cpu.empty()) m["cpu"] = cpu;
   m["cores"] = std::thread::hardware_concurrency();
   utsname u{};
   if (uname(&u) == 0) m["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
-  if (FILE* p = popen("nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null", "r")) {
-    char buf[256];
-    json gpus = json::array();
-    while (fgets(buf, sizeof(buf), p)) {
-      std::string g = buf;
-      while (!g.empty() && (g.back() == '\n' || g.back() == '\r')) g.pop_back();
-      if (!g.empty()) gpus.push_back(g);
-    }
-    pclose(p);
-    m["gpus"] = gpus;
-  }
+  json gpus = json::array();
+  for (const auto& row : nvidia_smi("name,memory.total"))
+    gpus.push_back(row.size() > 1 ? row[0] + ", " + row[1] + " MiB" : row[0]);
+  m["gpus"] = gpus;
   json engine = json::parse(embedded::kEngineManifest, nullptr, false);
   if (engine.is_object()) m["engine"] = engine;
   return m;

@@ -15,20 +15,13 @@
 #include <vector>
 
 #include "device.h"
+#include "machine.h"
 #include "paths.h"
 
 namespace onebit {
 namespace {
 
 using nlohmann::json;
-
-std::string first_line_with(const char* file, const char* key) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) return line;
-  return "";
-}
 
 double meminfo_gb(const char* key) {
   std::string line = first_line_with("/proc/meminfo", key);
@@ -38,27 +31,6 @@ double meminfo_gb(const char* key) {
 }
 
 double round2(double v) { return std::round(v * 100) / 100; }
-
-// nvidia-smi's CSV rows for a query, or nothing when there is no NVIDIA driver.
-std::vector<std::vector<std::string>> nvidia_smi(const std::string& fields) {
-  std::vector<std::vector<std::string>> rows;
-  std::string cmd = "nvidia-smi --query-gpu=" + fields + " --format=csv,noheader,nounits 2>/dev/null";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof(buf), p)) {
-      std::vector<std::string> cols;
-      std::stringstream s(buf);
-      std::string c;
-      while (std::getline(s, c, ',')) {
-        size_t a = c.find_first_not_of(" \n"), b = c.find_last_not_of(" \n");
-        cols.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
-      }
-      if (!cols.empty() && !cols[0].empty()) rows.push_back(cols);
-    }
-    pclose(p);
-  }
-  return rows;
-}
 
 struct CpuTimes {
   unsigned long long busy = 0, total = 0;
@@ -97,8 +69,8 @@ json system_info() {
   std::string os = first_line_with("/etc/os-release", "PRETTY_NAME=");
   if (!os.empty()) os = os.substr(12);
   if (os.size() >= 2 && os.front() == '"') os = os.substr(1, os.size() - 2);
-  std::string cpu = first_line_with("/proc/cpuinfo", "model name");
-  cpu = cpu.empty() ? "unknown" : cpu.substr(cpu.find(':') + 2);
+  std::string cpu = cpu_model();
+  if (cpu.empty()) cpu = "unknown";
   const unsigned threads = std::thread::hardware_concurrency();
   json gpus = json::array();
   json gpu_names = json::array();
