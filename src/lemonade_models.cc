@@ -243,6 +243,7 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
       return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
     stop_when_idle(lock, it->second);
   }
+  std::vector<std::shared_ptr<LoadedModel>> evicted;  // to make room, in order
   while (config_.max_loaded >= 0) {
     std::shared_ptr<LoadedModel> lru;
     int count = 0;
@@ -253,12 +254,34 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
       }
     if (count < config_.max_loaded || !lru) break;
     stop_when_idle(lock, lru);
+    evicted.push_back(lru);
   }
   lock.unlock();
-  auto m = start_backend(*e, options);
+  std::shared_ptr<LoadedModel> m;
+  try {
+    m = start_backend(*e, options);
+  } catch (const ModelError&) {
+    restore(evicted);
+    throw;
+  }
   lock.lock();
   loaded_[name] = m;
   return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
+}
+
+void ModelManager::restore(const std::vector<std::shared_ptr<LoadedModel>>& evicted) {
+  for (const auto& gone : evicted) {
+    std::optional<CatalogEntry> entry = catalog_.find(gone->name);
+    if (!entry) continue;  // deleted from the catalog since
+    try {
+      auto again = start_backend(*entry, gone->options);
+      std::lock_guard<std::mutex> lock(mu_);
+      loaded_[gone->name] = again;
+      std::cerr << "1bit lemonade: loaded " << gone->name << " again, which made room for the failed load\n";
+    } catch (const ModelError& err) {
+      std::cerr << "1bit lemonade: " << err.what() << "\n";
+    }
+  }
 }
 
 ModelManager::Lease ModelManager::acquire(const std::string& name) {

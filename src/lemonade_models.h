@@ -4,10 +4,10 @@
 // Rules: a request for a model that is not loaded loads it first; at most `max_loaded` models of
 // each type (llm, embedding, reranking; -1 = no limit) stay loaded, the least recently used going
 // first; a model serving a request is busy and is not evicted or reloaded until it is done; one
-// load runs at a time; a failed load leaves the server healthy and the other models loaded,
-// except the one it evicted to make room (stopped before the new engine starts, so that both
-// never hold memory at once); a backend that dies is noticed within 250 ms, reported by health(),
-// and loaded again on the next request.
+// load runs at a time; a failed load leaves the server healthy and the other models loaded: the
+// ones it evicted to make room (stopped before the new engine starts, so that both never hold
+// memory at once) are loaded again before it reports the failure; a backend that dies is noticed
+// within 250 ms, reported by health(), and loaded again on the next request.
 //
 // Children are started from one long-lived thread, since the parent-death signal that ties a
 // child to 1bit fires when the thread that forked it ends.
@@ -107,6 +107,9 @@ class ModelManager {
   nlohmann::json load_locked(const std::string& name, const nlohmann::json& request, const nlohmann::json& options,
                              bool only_if_missing);
   std::shared_ptr<LoadedModel> start_backend(const CatalogEntry& entry, const nlohmann::json& options);
+  // After a failed load: the models unloaded to make room for it are loaded again (best effort;
+  // called with load_mu_ held and mu_ free).
+  void restore(const std::vector<std::shared_ptr<LoadedModel>>& evicted);
   // Starts the engine on m.port and waits for it to load. False when another program held the
   // port, so the engine could not listen; throws ModelError for every other failure.
   bool launch_backend(const CatalogEntry& entry, const ServeOptions& options, const ModelFacts& facts,

@@ -350,6 +350,16 @@ TEST(LemonadeModels, AFailedLoadLeavesTheServerHealthy) {
   EXPECT_EQ(l.loaded(), std::vector<std::string>{"1bit-tiny"});
 }
 
+// Under a limit of 1, the model unloaded to make room for a load that fails is loaded again.
+TEST(LemonadeModels, AFailedLoadGivesBackTheModelItEvicted) {
+  Lemonade l;
+  ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}}).status, 200);
+  write_gguf(l.dir().file("extra/broken.gguf"), {{"general.architecture", std::string("llama")}});
+  EXPECT_EQ(l.post("/api/v1/load", {{"model_name", "broken"}}).status, 500);
+  EXPECT_EQ(l.loaded(), std::vector<std::string>{"1bit-tiny"});
+  EXPECT_EQ(l.chat("1bit-tiny", "hi", 4)["usage"]["completion_tokens"], 4);
+}
+
 // Another program takes the backend's port before the engine binds it: the load goes on, on a
 // fresh port, and requests reach our own engine, never the stranger.
 TEST(LemonadeModels, APortTakenByAnotherProgramIsLeftForAFreshOne) {
