@@ -238,12 +238,13 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
   for (auto& [k, v] : req_options.items()) options[k] = v;
 
   std::unique_lock<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<LoadedModel>> evicted;  // unloaded for this load, in order
   if (auto it = loaded_.find(name); it != loaded_.end()) {
     if (only_if_missing && it->second->child->running())
       return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
+    evicted.push_back(it->second);
     stop_when_idle(lock, it->second);
   }
-  std::vector<std::shared_ptr<LoadedModel>> evicted;  // to make room, in order
   while (config_.max_loaded >= 0) {
     std::shared_ptr<LoadedModel> lru;
     int count = 0;

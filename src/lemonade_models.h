@@ -107,8 +107,8 @@ class ModelManager {
   nlohmann::json load_locked(const std::string& name, const nlohmann::json& request, const nlohmann::json& options,
                              bool only_if_missing);
   std::shared_ptr<LoadedModel> start_backend(const CatalogEntry& entry, const nlohmann::json& options);
-  // After a failed load: the models unloaded to make room for it are loaded again (best effort;
-  // called with load_mu_ held and mu_ free).
+  // After a failed load: the models unloaded for it (its own previous instance, those evicted to
+  // make room) are loaded again with their options (best effort; load_mu_ held, mu_ free).
   void restore(const std::vector<std::shared_ptr<LoadedModel>>& evicted);
   // Starts the engine on m.port and waits for it to load. False when another program held the
   // port, so the engine could not listen; throws ModelError for every other failure.

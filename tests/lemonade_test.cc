@@ -358,6 +358,10 @@ TEST(LemonadeModels, AFailedLoadGivesBackTheModelItEvicted) {
   EXPECT_EQ(l.post("/api/v1/load", {{"model_name", "broken"}}).status, 500);
   EXPECT_EQ(l.loaded(), std::vector<std::string>{"1bit-tiny"});
   EXPECT_EQ(l.chat("1bit-tiny", "hi", 4)["usage"]["completion_tokens"], 4);
+  // Loading it again with options the engine refuses gives back the running one.
+  EXPECT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}, {"llamacpp_args", "--port 5"}}).status, 500);
+  EXPECT_EQ(l.loaded(), std::vector<std::string>{"1bit-tiny"});
+  EXPECT_EQ(l.chat("1bit-tiny", "hi", 4)["usage"]["completion_tokens"], 4);
 }
 
 // Another program takes the backend's port before the engine binds it: the load goes on, on a
