@@ -242,7 +242,7 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
   if (auto it = loaded_.find(name); it != loaded_.end()) {
     if (only_if_missing && it->second->child->running())
       return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
-    evicted.push_back(it->second);
+    if (it->second->child->running()) evicted.push_back(it->second);  // a dead one is not given back
     stop_when_idle(lock, it->second);
   }
   while (config_.max_loaded >= 0) {
@@ -278,7 +278,7 @@ void ModelManager::restore(const std::vector<std::shared_ptr<LoadedModel>>& evic
       auto again = start_backend(*entry, gone->options);
       std::lock_guard<std::mutex> lock(mu_);
       loaded_[gone->name] = again;
-      std::cerr << "1bit lemonade: loaded " << gone->name << " again, which made room for the failed load\n";
+      std::cerr << "1bit lemonade: loaded " << gone->name << " again after the failed load\n";
     } catch (const ModelError& err) {
       std::cerr << "1bit lemonade: " << err.what() << "\n";
     }
