@@ -24,6 +24,9 @@
 #   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
 #                                    ubatches) and llama-bench on the same file
 #   scripts/gpu_session.sh tune-hybrid  1bit tune on the hybrid (the gdn-prefill switch)
+#   scripts/gpu_session.sh decode    tg128 with the gemv switch off and auto, with and without the
+#                                    engine's CUDA graphs, and every kernel's time over a few
+#                                    decode steps under Nsight Compute
 #   scripts/gpu_session.sh spec      speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -36,7 +39,7 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec}
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode}
 hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
@@ -158,8 +161,27 @@ case $stage in
     cat "$out/spec.txt"
     tail -n 2 "$out/spec.err"
     ;;
+  decode)
+    synth_models llama3-8b:$llama
+    # Plain decode with the gemv switch off and auto, alternating, with the engine's CUDA graphs
+    # and without them (a kernel that breaks graph capture shows as a gap only in the first).
+    for graphs in "" GGML_CUDA_DISABLE_GRAPHS=1; do
+      for switch in "" ONEBIT_GEMV_Q4_0=auto "" ONEBIT_GEMV_Q4_0=auto; do
+        echo "== ${graphs:-graphs on}, ${switch:-no switch}: tg128 on Llama 3 8B Q4_0"
+        env $graphs $switch "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 10 -fa 1 -o md || echo "llama-bench failed"
+      done
+    done >"$out/decode.md" 2>&1
+    # Every kernel of a few decode steps, after llama-bench's warm-up (cold-L2 replays).
+    for switch in "" ONEBIT_GEMV_Q4_0=auto; do
+      name=${switch:+auto}
+      env $switch ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 3000 --launch-count 1500 \
+        "$bin/llama-bench" -m "$llama" -p 0 -n 32 -r 1 -fa 1 >"$out/ncu-decode-${name:-none}.csv" 2>"$out/ncu-decode-${name:-none}.err" || true
+    done
+    grep -E '^==| tg128 |failed' "$out/decode.md" || true
+    wc -l "$out"/ncu-decode-*.csv
+    ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode" >&2
     exit 2
     ;;
 esac

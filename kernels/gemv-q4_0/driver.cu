@@ -9,6 +9,8 @@
 //   case_ms: <case> <median>
 //
 //   engine_ms: <case> <median>              the engine's MMVQ on the same data
+//   floor_ms: <shape> <median>              reading W alone, as fast as plain loads go: what
+//                                           no GEMV of that shape can beat
 // Every variant of kernel.cuh is checked and timed (case names start with its name) unless
 // --variant picks one.
 //
@@ -109,6 +111,58 @@ double copy_bandwidth() {
   return 2.0 * bytes / (median(t) * 1e-3);
 }
 
+// Reads every 16-byte line of w and nothing else: the floor under any GEMV of that W. Each
+// thread keeps kLoads loads in flight; the XOR keeps them alive, and its store never happens.
+template <int kLoads>
+__global__ void read_floor(const uint4* __restrict__ w, int64_t lines, unsigned* never) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  unsigned acc = 0;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + (kLoads - 1) * stride < lines; i += kLoads * stride) {
+    uint4 v[kLoads];
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) v[j] = __ldcs(w + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < lines; i += stride) {
+    const uint4 v = __ldcs(w + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u && never[0] == 0x9e3779b9u) never[1] = acc;
+}
+
+// The best median over a few shapes of read_floor, per pass over the copies in ws.
+double read_floor_ms(const std::vector<BlockQ4_0*>& ws, size_t wbytes, int reps, cudaEvent_t e0, cudaEvent_t e1) {
+  int sms = 0;
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
+  unsigned* never = nullptr;
+  check_cuda(cudaMalloc(&never, 2 * sizeof(unsigned)), "cudaMalloc");
+  check_cuda(cudaMemset(never, 0, 2 * sizeof(unsigned)), "cudaMemset");
+  const int64_t lines = static_cast<int64_t>(wbytes / 16);
+  double best = std::numeric_limits<double>::infinity();
+  for (int shape = 0; shape < 4; ++shape) {
+    const unsigned ctas = static_cast<unsigned>((shape % 2 ? 4 : 8) * sms);
+    std::vector<double> ms;
+    for (int rep = 0; rep < reps + 3; ++rep) {
+      cudaEventRecord(e0);
+      for (BlockQ4_0* wc : ws) {
+        const uint4* w = reinterpret_cast<const uint4*>(wc);
+        if (shape < 2) read_floor<4><<<ctas, 256>>>(w, lines, never);
+        else read_floor<8><<<ctas, 256>>>(w, lines, never);
+      }
+      cudaEventRecord(e1);
+      check_cuda(cudaEventSynchronize(e1), "read_floor");
+      float t;
+      cudaEventElapsedTime(&t, e0, e1);
+      if (rep >= 3) ms.push_back(t / ws.size());
+    }
+    best = std::min(best, median(ms));
+  }
+  cudaFree(never);
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,6 +216,9 @@ int main(int argc, char** argv) {
         const int copies = std::max(2, static_cast<int>(4 * kL2Bytes / static_cast<double>(wbytes)) + 1);
         std::vector<BlockQ4_0*> ws = {w};
         for (int i = 1; i < copies; ++i) ws.push_back(upload(p.w));
+        const double floor_ms = read_floor_ms(ws, wbytes, o.reps, e0, e1);
+        std::printf("floor_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth)\n", s.name, floor_ms,
+                    wbytes / (floor_ms * 1e-3) / 1e9, 100.0 * wbytes / (floor_ms * 1e-3) / copy_bw);
         for (int cols = 1; cols <= 8; ++cols) {
           double emed = 0;
 #ifndef KERNELS_NO_ENGINE
