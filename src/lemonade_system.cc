@@ -5,10 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
-#include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -47,20 +44,6 @@ CpuTimes cpu_times() {
   return t;
 }
 
-// Distinct (physical id, core id) pairs in /proc/cpuinfo: the cores, with hyper-threads counted
-// once. Where the kernel does not list them, `fallback`.
-unsigned physical_cores(unsigned fallback) {
-  std::ifstream in("/proc/cpuinfo");
-  std::set<std::pair<std::string, std::string>> cores;
-  std::string line, package = "0";
-  auto value = [](const std::string& l) { return l.substr(l.find(':') + 1); };
-  while (std::getline(in, line)) {
-    if (line.rfind("physical id", 0) == 0) package = value(line);
-    if (line.rfind("core id", 0) == 0) cores.insert({package, value(line)});
-  }
-  return cores.empty() ? fallback : static_cast<unsigned>(cores.size());
-}
-
 }  // namespace
 
 json system_info() {
@@ -72,6 +55,8 @@ json system_info() {
   std::string cpu = cpu_model();
   if (cpu.empty()) cpu = "unknown";
   const unsigned threads = std::thread::hardware_concurrency();
+  const unsigned listed = physical_cores();
+  const unsigned cores = listed > 0 ? listed : threads;  // some kernels list no core ids
   json gpus = json::array();
   json gpu_names = json::array();
   for (const auto& row : nvidia_smi("name,memory.total,driver_version")) {
@@ -89,7 +74,7 @@ json system_info() {
           {"Processor", cpu},
           {"Physical Memory", std::to_string(static_cast<int>(std::round(meminfo_gb("MemTotal")))) + " GB"},
           {"devices",
-           {{"cpu", {{"name", cpu}, {"cores", physical_cores(threads)}, {"threads", threads}, {"available", true}}},
+           {{"cpu", {{"name", cpu}, {"cores", cores}, {"threads", threads}, {"available", true}}},
             {"nvidia_gpu", gpus},
             {"amd_gpu", json::array()}}},
           {"recipes",

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <utility>
 
 namespace onebit {
 
@@ -20,6 +22,18 @@ std::string cpu_model() {
   if (colon == std::string::npos) return "";
   const size_t start = line.find_first_not_of(' ', colon + 1);
   return start == std::string::npos ? "" : line.substr(start);
+}
+
+unsigned physical_cores(const std::string& cpuinfo) {
+  std::ifstream in(cpuinfo);
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, package = "0";
+  auto value = [](const std::string& l) { return l.substr(l.find(':') + 1); };
+  while (std::getline(in, line)) {
+    if (line.rfind("physical id", 0) == 0) package = value(line);
+    if (line.rfind("core id", 0) == 0) cores.insert({package, value(line)});
+  }
+  return static_cast<unsigned>(cores.size());
 }
 
 std::vector<std::vector<std::string>> nvidia_smi(const std::string& fields) {

@@ -13,6 +13,10 @@ std::string first_line_with(const std::string& file, const std::string& key);
 // The CPU's model name from /proc/cpuinfo, or "".
 std::string cpu_model();
 
+// The CPU cores listed in a /proc/cpuinfo-style file: distinct (physical id, core id) pairs, so
+// hyper-threads count once; 0 when it lists none.
+unsigned physical_cores(const std::string& cpuinfo = "/proc/cpuinfo");
+
 // nvidia-smi's rows for a --query-gpu list of fields (csv, no header, no units), each cell
 // trimmed; none when there is no NVIDIA driver.
 std::vector<std::vector<std::string>> nvidia_smi(const std::string& fields);

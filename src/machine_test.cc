@@ -46,6 +46,22 @@ TEST(Machine, CpuModelIsTheValueOfProcCpuinfosModelName) {
   EXPECT_EQ(line.substr(line.size() - model.size()), model);
 }
 
+TEST(Machine, PhysicalCoresCountEachPackagesCoreOnce) {
+  TempDir dir;
+  const std::string file = dir.file("cpuinfo");
+  // Two packages of two cores, each core with two hyper-threads; core ids repeat across packages.
+  std::ofstream out(file);
+  for (int package = 0; package < 2; ++package)
+    for (int thread = 0; thread < 2; ++thread)
+      for (int core = 0; core < 2; ++core)
+        out << "processor\t: x\nphysical id\t: " << package << "\ncore id\t\t: " << core << "\n\n";
+  out.close();
+  EXPECT_EQ(physical_cores(file), 4u);
+  std::ofstream(dir.file("bare")) << "processor\t: 0\nmodel name\t: Some CPU\n";
+  EXPECT_EQ(physical_cores(dir.file("bare")), 0u);
+  EXPECT_EQ(physical_cores(dir.file("missing")), 0u);
+}
+
 // Rows are split at commas and trimmed, and empty rows dropped.
 TEST(Machine, NvidiaSmiRowsAreTrimmedCells) {
   std::vector<std::vector<std::string>> rows, refused;

@@ -70,73 +70,50 @@ inline void ready_wait(const int* counter, int count) { ::cuda_emu::ready_wait(c
 // the local GPU, which may be older. There they compile to a trap, and the engine patches never
 // dispatch them: they check the device's compute capability first.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-#define ONEBIT_SM80 1
+#define SM80_ONLY(...) __VA_ARGS__
+#else
+#define SM80_ONLY(...) __trap()
 #endif
 
 __device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1,
                                                 const int (&c)[4]) {
-#ifdef ONEBIT_SM80
-  asm volatile(
+  SM80_ONLY(asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-#else
-  __trap();
-#endif
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])));
 }
 
 __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, float b0,
                                                  float b1, const float (&c)[4]) {
-#ifdef ONEBIT_SM80
-  asm volatile(
+  SM80_ONLY(asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(__float_as_uint(a0)), "r"(__float_as_uint(a1)), "r"(__float_as_uint(a2)), "r"(__float_as_uint(a3)),
-        "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-#else
-  __trap();
-#endif
+        "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])));
 }
 
 __device__ __forceinline__ float to_tf32(float x) {
-#ifdef ONEBIT_SM80
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  uint32_t r = __float_as_uint(x);
+  SM80_ONLY(asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)));
   return __uint_as_float(r);
-#else
-  __trap();
-  return x;
-#endif
 }
 
 __device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
-#ifdef ONEBIT_SM80
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
-#else
-  __trap();
-#endif
+  SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory"));
 }
 __device__ __forceinline__ void copy_async_4(void* dst, const void* src) {
-#ifdef ONEBIT_SM80
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory");
-#else
-  __trap();
-#endif
+  SM80_ONLY(asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory"));
 }
 __device__ __forceinline__ void async_commit() {
-#ifdef ONEBIT_SM80
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
+  SM80_ONLY(asm volatile("cp.async.commit_group;" ::: "memory"));
 }
 template <int N>
 __device__ __forceinline__ void async_wait() {
-#ifdef ONEBIT_SM80
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
+  SM80_ONLY(asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"));
 }
 
 // Before sm_90 there is no early start: the launch is a plain one.
@@ -183,17 +160,13 @@ __device__ __forceinline__ void ready_signal(int* counter) {
   }
 }
 __device__ __forceinline__ void ready_wait(const int* counter, int count) {
-#ifdef ONEBIT_SM80
   if (threadIdx.x == 0)
-    for (int seen;;) {
-      asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    for (int seen = 0;;) {
+      SM80_ONLY(asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory"));
       if (seen >= count) break;
       __nanosleep(256);
     }
   __syncthreads();
-#else
-  __trap();
-#endif
 }
 
 #endif

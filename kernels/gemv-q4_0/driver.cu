@@ -9,8 +9,9 @@
 //   case_ms: <case> <median>
 //
 //   engine_ms: <case> <median>              the engine's MMVQ on the same data
-//   floor_ms: <shape> <median>              reading W alone, as fast as plain loads go: what
-//                                           no GEMV of that shape can beat
+//   floor_ms: <shape> <median>              reading W alone, as fast as plain loads go (the
+//                                           best of 36 kernel shapes): what no GEMV of that
+//                                           shape can beat
 // Every variant of kernel.cuh is checked and timed (case names start with its name) unless
 // --variant picks one.
 //
@@ -132,8 +133,10 @@ __global__ void read_floor(const uint4* __restrict__ w, int64_t lines, unsigned*
   if (acc == 0x9e3779b9u && never[0] == 0x9e3779b9u) never[1] = acc;
 }
 
-// The best median over a few shapes of read_floor, per pass over the copies in ws.
-double read_floor_ms(const std::vector<BlockQ4_0*>& ws, size_t wbytes, int reps, cudaEvent_t e0, cudaEvent_t e1) {
+// The floor: the best median of read_floor over kernel shapes (loads in flight a thread, CTAs an
+// SM, threads a CTA), per pass over the copies in ws; `how` says which shape it was.
+double read_floor_ms(const std::vector<BlockQ4_0*>& ws, size_t wbytes, int reps, cudaEvent_t e0, cudaEvent_t e1,
+                     std::string& how) {
   int sms = 0;
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
   unsigned* never = nullptr;
@@ -141,24 +144,34 @@ double read_floor_ms(const std::vector<BlockQ4_0*>& ws, size_t wbytes, int reps,
   check_cuda(cudaMemset(never, 0, 2 * sizeof(unsigned)), "cudaMemset");
   const int64_t lines = static_cast<int64_t>(wbytes / 16);
   double best = std::numeric_limits<double>::infinity();
-  for (int shape = 0; shape < 4; ++shape) {
-    const unsigned ctas = static_cast<unsigned>((shape % 2 ? 4 : 8) * sms);
-    std::vector<double> ms;
-    for (int rep = 0; rep < reps + 3; ++rep) {
-      cudaEventRecord(e0);
-      for (BlockQ4_0* wc : ws) {
-        const uint4* w = reinterpret_cast<const uint4*>(wc);
-        if (shape < 2) read_floor<4><<<ctas, 256>>>(w, lines, never);
-        else read_floor<8><<<ctas, 256>>>(w, lines, never);
+  for (int loads : {2, 4, 8, 16})
+    for (int threads : {256, 512, 1024})
+      for (int per_sm = 1; per_sm * threads <= 2048; per_sm *= 2) {
+        const unsigned ctas = static_cast<unsigned>(per_sm * sms);
+        std::vector<double> ms;
+        for (int rep = 0; rep < reps + 3; ++rep) {
+          cudaEventRecord(e0);
+          for (BlockQ4_0* wc : ws) {
+            const uint4* w = reinterpret_cast<const uint4*>(wc);
+            switch (loads) {
+              case 2: read_floor<2><<<ctas, threads>>>(w, lines, never); break;
+              case 4: read_floor<4><<<ctas, threads>>>(w, lines, never); break;
+              case 8: read_floor<8><<<ctas, threads>>>(w, lines, never); break;
+              default: read_floor<16><<<ctas, threads>>>(w, lines, never); break;
+            }
+          }
+          cudaEventRecord(e1);
+          check_cuda(cudaEventSynchronize(e1), "read_floor");
+          float t;
+          cudaEventElapsedTime(&t, e0, e1);
+          if (rep >= 3) ms.push_back(t / ws.size());
+        }
+        if (median(ms) < best) {
+          best = median(ms);
+          how = std::to_string(loads) + " loads a thread, " + std::to_string(per_sm) + " CTAs of " +
+                std::to_string(threads) + " threads an SM";
+        }
       }
-      cudaEventRecord(e1);
-      check_cuda(cudaEventSynchronize(e1), "read_floor");
-      float t;
-      cudaEventElapsedTime(&t, e0, e1);
-      if (rep >= 3) ms.push_back(t / ws.size());
-    }
-    best = std::min(best, median(ms));
-  }
   cudaFree(never);
   return best;
 }
@@ -216,9 +229,10 @@ int main(int argc, char** argv) {
         const int copies = std::max(2, static_cast<int>(4 * kL2Bytes / static_cast<double>(wbytes)) + 1);
         std::vector<BlockQ4_0*> ws = {w};
         for (int i = 1; i < copies; ++i) ws.push_back(upload(p.w));
-        const double floor_ms = read_floor_ms(ws, wbytes, o.reps, e0, e1);
-        std::printf("floor_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth)\n", s.name, floor_ms,
-                    wbytes / (floor_ms * 1e-3) / 1e9, 100.0 * wbytes / (floor_ms * 1e-3) / copy_bw);
+        std::string how;
+        const double floor_ms = read_floor_ms(ws, wbytes, o.reps, e0, e1, how);
+        std::printf("floor_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth; %s)\n", s.name, floor_ms,
+                    wbytes / (floor_ms * 1e-3) / 1e9, 100.0 * wbytes / (floor_ms * 1e-3) / copy_bw, how.c_str());
         for (int cols = 1; cols <= 8; ++cols) {
           double emed = 0;
 #ifndef KERNELS_NO_ENGINE
