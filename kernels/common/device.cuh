@@ -7,6 +7,8 @@
 //                                           TF32 (to_tf32), accumulation in float
 //   to_tf32(x)                              x rounded to TF32 (cvt.rna.tf32.f32), as a float
 //   copy_async_16(dst, src), copy_async_4    cp.async of 16 or 4 bytes, global to shared
+//   copy_async_16_or_zero(dst, src, copy)    copy_async_16, or (copy false) 16 zero bytes that
+//                                            land the same way, src not read
 //   async_commit(), async_wait<N>()          close a group of them; wait until at most N groups
 //                                            are in flight (then __syncthreads to share them)
 //   allow_dynamic_shared(kernel, bytes, done)   the shared-memory opt-in, once per device
@@ -47,6 +49,10 @@ inline void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float 
 }
 inline float to_tf32(float x) { return ::cuda_emu::round_to_tf32(x); }
 inline void copy_async_16(void* dst, const void* src) { ::cuda_emu::copy_async(dst, src, 16); }
+inline void copy_async_16_or_zero(void* dst, const void* src, bool copy) {
+  alignas(16) static const unsigned char zeros[16] = {};
+  ::cuda_emu::copy_async(dst, copy ? src : zeros, 16);
+}
 inline void copy_async_4(void* dst, const void* src) { ::cuda_emu::copy_async(dst, src, 4); }
 inline void async_commit() { ::cuda_emu::copy_async_commit(); }
 template <int N>
@@ -103,6 +109,12 @@ __device__ __forceinline__ float to_tf32(float x) {
 __device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory"));
+}
+// src-size 0 fills the 16 bytes with zeros without reading src.
+__device__ __forceinline__ void copy_async_16_or_zero(void* dst, const void* src, bool copy) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(copy ? 16 : 0)
+                         : "memory"));
 }
 __device__ __forceinline__ void copy_async_4(void* dst, const void* src) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));

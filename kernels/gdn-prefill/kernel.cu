@@ -186,20 +186,26 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, co
 }
 
 // Rows [0, C) of kCols floats, src_stride apart in global memory, into shared rows `ld` apart, as
-// asynchronous copies (16 bytes where the addresses allow); rows from n on are zeroed at once.
-// The caller commits the group and waits for it.
+// asynchronous copies (16 bytes where the addresses allow); rows from n on are zeroed (with the
+// 16-byte copies, by zero-filling copies that land with the others). The caller commits the group
+// and waits for it.
 template <int kCols>
 __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float* src, int64_t src_stride, int n) {
   static_assert(kCols % 4 == 0, "rows are copied in quads where they can be");
   const bool wide = (reinterpret_cast<uintptr_t>(src) & 15) == 0 && src_stride % 4 == 0 && ld % 4 == 0;
   if (wide) {
-    constexpr int kQuads = kCols / 4;
-    for (int idx = threadIdx.x; idx < C * kQuads; idx += kThreads) {
-      const int t = idx / kQuads, i = 4 * (idx % kQuads);
-      float* d = dst + t * ld + i;
-      if (t < n) copy_async_16(d, src + t * src_stride + i);
-      else d[0] = d[1] = d[2] = d[3] = 0.0f;
-    }
+    // A thread copies the same quad of every kStep-th row: its row, column and both addresses are
+    // worked out once, and each copy after that is an offset from them (a general idx / kQuads
+    // loop cost about 25 instructions a copy in the scan's PTX).
+    constexpr int kQuads = kCols / 4, kStep = kThreads / kQuads;
+    static_assert(kThreads % kQuads == 0 && C % kStep == 0, "every thread copies whole rows' quads");
+    const int t0 = static_cast<int>(threadIdx.x / kQuads), i = 4 * static_cast<int>(threadIdx.x % kQuads);
+    const float* s = src + t0 * src_stride + i;
+    float* d = dst + t0 * ld + i;
+    const int64_t s_step = kStep * src_stride;
+#pragma unroll
+    for (int r = 0; r < C / kStep; ++r, s += s_step, d += kStep * ld)
+      copy_async_16_or_zero(d, s, t0 + r * kStep < n);
   } else {
     for (int idx = threadIdx.x; idx < C * kCols; idx += kThreads) {
       const int t = idx / kCols, i = idx % kCols;

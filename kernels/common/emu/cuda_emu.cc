@@ -132,7 +132,10 @@ struct Fiber {
   std::vector<std::vector<PendingCopy>> committed;  // oldest first
   std::vector<char> stack;
   State state = State::kRunnable;
-  const void* where = nullptr;  // the barrier's return address, to tell barriers apart
+  // Where the barrier is in the source, to tell barriers apart (a return address would not do:
+  // an optimizer may copy one barrier's call into both arms of a branch before it).
+  const char* file = nullptr;
+  int line = 0;
   WarpSlot slot;
 };
 
@@ -285,7 +288,7 @@ void run_block(int threads) {
   for (int t = 0; t < threads; ++t) {
     Fiber& f = e.fibers[t];
     f.state = State::kRunnable;
-    f.where = nullptr;
+    f.file = nullptr;
     f.open_group.clear();
     f.committed.clear();
     f.sp = initial_stack(f.stack);
@@ -311,7 +314,7 @@ void run_block(int threads) {
     }
     if (progressed) continue;
     int done = 0, waiting = 0;
-    const void* where = nullptr;
+    const Fiber* first = nullptr;
     bool same = true, warp_stuck = false;
     for (int t = 0; t < threads; ++t) {
       const Fiber& f = e.fibers[t];
@@ -319,8 +322,8 @@ void run_block(int threads) {
       else if (f.state == State::kWarpOp) warp_stuck = true;
       else {
         ++waiting;
-        if (where == nullptr) where = f.where;
-        else same = same && f.where == where;
+        if (first == nullptr) first = &f;
+        else same = same && f.line == first->line && std::strcmp(f.file, first->file) == 0;
       }
     }
     if (done == threads) return;
@@ -349,7 +352,7 @@ void set_order(Order order, uint64_t seed) {
 }
 
 void ready_signal(int* counter) {
-  syncthreads();
+  syncthreads(__FILE__, __LINE__);
   if (thread_index.x == 0 && thread_index.y == 0 && thread_index.z == 0) ++*counter;
 }
 
@@ -357,7 +360,7 @@ void ready_wait(const int* counter, int count) {
   if (thread_index.x == 0 && thread_index.y == 0 && thread_index.z == 0 && *counter < count)
     problem(block_name() + ": waits for a counter at " + std::to_string(*counter) + " of " + std::to_string(count) +
             " that no block left to run can raise");
-  syncthreads();
+  syncthreads(__FILE__, __LINE__);
 }
 
 const std::string& problems() { return emu().problems; }
@@ -413,9 +416,10 @@ cudaError_t take_last_error() {
   return e;
 }
 
-void syncthreads() {
+void syncthreads(const char* file, int line) {
   Emulator& e = emu();
-  e.fibers[e.current].where = __builtin_return_address(0);
+  e.fibers[e.current].file = file;
+  e.fibers[e.current].line = line;
   yield(State::kBarrier);
 }
 

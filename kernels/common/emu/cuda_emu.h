@@ -72,7 +72,8 @@ cudaError_t set_max_dynamic_shared(const void* kernel, int bytes);
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared, const std::function<void()>& body);
 cudaError_t take_last_error();
 
-void syncthreads();
+// A barrier; __syncthreads() passes its place in the source, which tells barriers apart.
+void syncthreads(const char* file, int line);
 void* dynamic_shared();
 
 // Warp-wide operations: every thread of the warp must arrive.
@@ -120,7 +121,7 @@ void ready_wait(const int* counter, int count);
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ __attribute__((section("cuda_emu_shared"))) static
-#define __syncthreads() ::cuda_emu::syncthreads()
+#define __syncthreads() ::cuda_emu::syncthreads(__FILE__, __LINE__)
 
 template <typename T>
 cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {

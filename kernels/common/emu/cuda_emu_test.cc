@@ -147,6 +147,18 @@ __global__ void async_copies(const float* src, float* out, bool wait_all) {
   out[32 + threadIdx.x] = cells[32 + 4 * threadIdx.x];
 }
 
+// Even threads copy their 16 bytes, odd ones zero-fill theirs; each reads its first and last cell,
+// after the wait or before it.
+__global__ void zero_fill_copies(const float* src, float* out, bool wait) {
+  DYNAMIC_SHARED(float, cells);
+  copy_async_16_or_zero(&cells[4 * threadIdx.x], &src[4 * threadIdx.x], threadIdx.x % 2 == 0);
+  async_commit();
+  if (wait) async_wait<0>();
+  out[threadIdx.x] = cells[4 * threadIdx.x];
+  out[32 + threadIdx.x] = cells[4 * threadIdx.x + 3];
+  async_wait<0>();
+}
+
 // A bug on purpose: each thread copies into its neighbour's cell before the barrier after which
 // the neighbour has read it. Landing at the wait (after that barrier) hides it; landing at issue,
 // as the GPU may, shows it.
@@ -294,8 +306,14 @@ int main() {
   LAUNCH(async_copies, 1, 32, 160 * sizeof(float), nullptr, src.data(), got.data(), false);
   expect(got[5] == 5.0f && std::isnan(got[32 + 5]), "a copy of a group still in flight has not landed");
 
-  std::vector<float> seen(32);
   cuda_emu::set_order(cuda_emu::Order::kForward);
+  LAUNCH(zero_fill_copies, 1, 32, 128 * sizeof(float), nullptr, src.data(), got.data(), true);
+  expect(got[4] == 16.0f && got[32 + 4] == 19.0f && got[5] == 0.0f && got[32 + 5] == 0.0f,
+         "copy_async_16_or_zero copies, or fills with zeros");
+  LAUNCH(zero_fill_copies, 1, 32, 128 * sizeof(float), nullptr, src.data(), got.data(), false);
+  expect(std::isnan(got[4]) && std::isnan(got[5]), "its zeros land at the wait, as copies do");
+
+  std::vector<float> seen(32);
   LAUNCH(early_copy, 1, 32, 32 * sizeof(float), nullptr, src.data(), seen.data());
   bool all_old = true;
   for (float v : seen) all_old = all_old && v == -1.0f;
