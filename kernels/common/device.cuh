@@ -50,8 +50,7 @@ inline void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float 
 inline float to_tf32(float x) { return ::cuda_emu::round_to_tf32(x); }
 inline void copy_async_16(void* dst, const void* src) { ::cuda_emu::copy_async(dst, src, 16); }
 inline void copy_async_16_or_zero(void* dst, const void* src, bool copy) {
-  alignas(16) static const unsigned char zeros[16] = {};
-  ::cuda_emu::copy_async(dst, copy ? src : zeros, 16);
+  ::cuda_emu::copy_async(dst, src, 16, copy);
 }
 inline void copy_async_4(void* dst, const void* src) { ::cuda_emu::copy_async(dst, src, 4); }
 inline void async_commit() { ::cuda_emu::copy_async_commit(); }
@@ -76,14 +75,14 @@ inline void ready_wait(const int* counter, int count) { ::cuda_emu::ready_wait(c
 // the local GPU, which may be older. There they compile to a trap, and the engine patches never
 // dispatch them: they check the device's compute capability first.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-#define SM80_ONLY(...) __VA_ARGS__
+#define ONEBIT_SM80_ONLY(...) __VA_ARGS__
 #else
-#define SM80_ONLY(...) __trap()
+#define ONEBIT_SM80_ONLY(...) __trap()
 #endif
 
 __device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1,
                                                 const int (&c)[4]) {
-  SM80_ONLY(asm volatile(
+  ONEBIT_SM80_ONLY(asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
@@ -92,7 +91,7 @@ __device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int
 
 __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, float b0,
                                                  float b1, const float (&c)[4]) {
-  SM80_ONLY(asm volatile(
+  ONEBIT_SM80_ONLY(asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %11, %12, %13};"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
@@ -102,30 +101,30 @@ __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], float a0, float 
 
 __device__ __forceinline__ float to_tf32(float x) {
   uint32_t r = __float_as_uint(x);
-  SM80_ONLY(asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)));
+  ONEBIT_SM80_ONLY(asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)));
   return __uint_as_float(r);
 }
 
 __device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory"));
+  ONEBIT_SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory"));
 }
 // src-size 0 fills the 16 bytes with zeros without reading src.
 __device__ __forceinline__ void copy_async_16_or_zero(void* dst, const void* src, bool copy) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(copy ? 16 : 0)
+  ONEBIT_SM80_ONLY(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(copy ? 16 : 0)
                          : "memory"));
 }
 __device__ __forceinline__ void copy_async_4(void* dst, const void* src) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  SM80_ONLY(asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory"));
+  ONEBIT_SM80_ONLY(asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src) : "memory"));
 }
 __device__ __forceinline__ void async_commit() {
-  SM80_ONLY(asm volatile("cp.async.commit_group;" ::: "memory"));
+  ONEBIT_SM80_ONLY(asm volatile("cp.async.commit_group;" ::: "memory"));
 }
 template <int N>
 __device__ __forceinline__ void async_wait() {
-  SM80_ONLY(asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"));
+  ONEBIT_SM80_ONLY(asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"));
 }
 
 // Before sm_90 there is no early start: the launch is a plain one.
@@ -172,12 +171,12 @@ __device__ __forceinline__ void ready_signal(int* counter) {
   }
 }
 __device__ __forceinline__ void ready_wait(const int* counter, int count) {
-  if (threadIdx.x == 0)
-    for (int seen = 0;;) {
-      SM80_ONLY(asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory"));
-      if (seen >= count) break;
-      __nanosleep(256);
-    }
+  // All of it sm_80 only: __nanosleep is not even declared before sm_70.
+  ONEBIT_SM80_ONLY(if (threadIdx.x == 0) for (int seen;;) {
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    if (seen >= count) break;
+    __nanosleep(256);
+  });
   __syncthreads();
 }
 

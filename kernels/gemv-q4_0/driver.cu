@@ -112,8 +112,29 @@ double copy_bandwidth() {
   return 2.0 * bytes / (median(t) * 1e-3);
 }
 
+// Per-pass milliseconds, sorted, of `reps` passes over the weight copies after three that warm
+// up; run(w) launches one product (or read) of copy w. A failed launch exits.
+template <typename Run>
+std::vector<double> pass_times(const std::vector<BlockQ4_0*>& ws, int reps, cudaEvent_t e0, cudaEvent_t e1,
+                               const Run& run) {
+  std::vector<double> ms;
+  for (int rep = 0; rep < reps + 3; ++rep) {
+    cudaEventRecord(e0);
+    for (BlockQ4_0* w : ws) run(w);
+    cudaEventRecord(e1);
+    check_cuda(cudaGetLastError(), "launch");
+    check_cuda(cudaEventSynchronize(e1), "timed pass");
+    float t;
+    cudaEventElapsedTime(&t, e0, e1);
+    if (rep >= 3) ms.push_back(t / ws.size());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
 // Reads every 16-byte line of w and nothing else: the floor under any GEMV of that W. Each
-// thread keeps kLoads loads in flight; the XOR keeps them alive, and its store never happens.
+// thread issues kLoads loads an iteration (how many the compiler keeps in flight at once is its
+// choice); the XOR keeps them alive, and its store never happens.
 template <int kLoads>
 __global__ void read_floor(const uint4* __restrict__ w, int64_t lines, unsigned* never) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -133,8 +154,8 @@ __global__ void read_floor(const uint4* __restrict__ w, int64_t lines, unsigned*
   if (acc == 0x9e3779b9u && never[0] == 0x9e3779b9u) never[1] = acc;
 }
 
-// The floor: the best median of read_floor over kernel shapes (loads in flight a thread, CTAs an
-// SM, threads a CTA), per pass over the copies in ws; `how` says which shape it was.
+// The floor: the best median of read_floor over kernel shapes (loads an iteration a thread, CTAs
+// an SM, threads a CTA), per pass over the copies in ws; `how` says which shape it was.
 double read_floor_ms(const std::vector<BlockQ4_0*>& ws, size_t wbytes, int reps, cudaEvent_t e0, cudaEvent_t e1,
                      std::string& how) {
   int sms = 0;
@@ -148,27 +169,18 @@ double read_floor_ms(const std::vector<BlockQ4_0*>& ws, size_t wbytes, int reps,
     for (int threads : {256, 512, 1024})
       for (int per_sm = 1; per_sm * threads <= 2048; per_sm *= 2) {
         const unsigned ctas = static_cast<unsigned>(per_sm * sms);
-        std::vector<double> ms;
-        for (int rep = 0; rep < reps + 3; ++rep) {
-          cudaEventRecord(e0);
-          for (BlockQ4_0* wc : ws) {
-            const uint4* w = reinterpret_cast<const uint4*>(wc);
-            switch (loads) {
-              case 2: read_floor<2><<<ctas, threads>>>(w, lines, never); break;
-              case 4: read_floor<4><<<ctas, threads>>>(w, lines, never); break;
-              case 8: read_floor<8><<<ctas, threads>>>(w, lines, never); break;
-              default: read_floor<16><<<ctas, threads>>>(w, lines, never); break;
-            }
+        const std::vector<double> ms = pass_times(ws, reps, e0, e1, [&](BlockQ4_0* wc) {
+          const uint4* w = reinterpret_cast<const uint4*>(wc);
+          switch (loads) {
+            case 2: read_floor<2><<<ctas, threads>>>(w, lines, never); break;
+            case 4: read_floor<4><<<ctas, threads>>>(w, lines, never); break;
+            case 8: read_floor<8><<<ctas, threads>>>(w, lines, never); break;
+            default: read_floor<16><<<ctas, threads>>>(w, lines, never); break;
           }
-          cudaEventRecord(e1);
-          check_cuda(cudaEventSynchronize(e1), "read_floor");
-          float t;
-          cudaEventElapsedTime(&t, e0, e1);
-          if (rep >= 3) ms.push_back(t / ws.size());
-        }
-        if (median(ms) < best) {
-          best = median(ms);
-          how = std::to_string(loads) + " loads a thread, " + std::to_string(per_sm) + " CTAs of " +
+        });
+        if (const double med = median(ms); med < best) {
+          best = med;
+          how = std::to_string(loads) + " loads an iteration a thread, " + std::to_string(per_sm) + " CTAs of " +
                 std::to_string(threads) + " threads an SM";
         }
       }
@@ -251,17 +263,9 @@ int main(int argc, char** argv) {
 #endif
           for (const Variant& var : selected) {
             const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
-            std::vector<double> ms;
-            for (int rep = 0; rep < o.reps + 3; ++rep) {
-              cudaEventRecord(e0);
-              for (BlockQ4_0* wc : ws) var.run(wc, x, s.k / kBlock, out, s.rows, s.k, cols, nullptr);
-              cudaEventRecord(e1);
-              cudaEventSynchronize(e1);
-              float t;
-              cudaEventElapsedTime(&t, e0, e1);
-              if (rep >= 3) ms.push_back(t / copies);  // the first passes warm up
-            }
-            std::sort(ms.begin(), ms.end());
+            const std::vector<double> ms = pass_times(ws, o.reps, e0, e1, [&](BlockQ4_0* wc) {
+              var.run(wc, x, s.k / kBlock, out, s.rows, s.k, cols, nullptr);
+            });
             std::printf("wall_ms: %s", name.c_str());
             for (double t : ms) std::printf(" %.4f", t);
             const double med = median(ms);

@@ -133,7 +133,8 @@ struct Fiber {
   std::vector<char> stack;
   State state = State::kRunnable;
   // Where the barrier is in the source, to tell barriers apart (a return address would not do:
-  // an optimizer may copy one barrier's call into both arms of a branch before it).
+  // an optimizer may copy one barrier's call into both arms of a branch before it). Two barriers
+  // on one line, or one in a helper called from two places, count as one.
   const char* file = nullptr;
   int line = 0;
   WarpSlot slot;
@@ -477,10 +478,12 @@ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1
   std::copy(s.out, s.out + 4, d);
 }
 
-void copy_async(void* dst, const void* src, int bytes) {
+void copy_async(void* dst, const void* src, int bytes, bool read_src) {
   Emulator& e = emu();
   if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % static_cast<uintptr_t>(bytes) != 0)
     problem(block_name() + ": cp.async of " + std::to_string(bytes) + " bytes at an address not aligned to it");
+  alignas(16) static const unsigned char zeros[16] = {};
+  if (!read_src) src = zeros;
   if (e.order == Order::kShuffled) std::memcpy(dst, src, static_cast<size_t>(bytes));
   else e.fibers[e.current].open_group.push_back({dst, src, bytes});
 }

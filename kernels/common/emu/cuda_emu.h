@@ -97,8 +97,9 @@ float half_bits_to_float(uint16_t h);
 // sees what was there before (dynamic shared memory starts as NaN); in the shuffled order it
 // lands at once, so a copy issued while other threads still read its destination shows too.
 // Both need the results of the orders compared. A copy at an address not aligned to its size is
-// reported, as the GPU would fault.
-void copy_async(void* dst, const void* src, int bytes);
+// reported, as the GPU would fault. With read_src false the copy lands zeros instead (cp.async
+// with a source size of 0); src must still be aligned.
+void copy_async(void* dst, const void* src, int bytes, bool read_src = true);
 void copy_async_commit();
 void copy_async_wait(int pending);
 
