@@ -17,10 +17,11 @@
 #                                    (the drivers' checks and the engine's test-backend-ops); the
 #                                    gemv driver again with ONEBIT_GEMV_Q4_0=auto and =v5, whose
 #                                    engine_ms lines are then our kernels inside the engine
-#   scripts/gpu_session.sh e2e       llama-bench with the engine switches off and on, on
+#   scripts/gpu_session.sh e2e [gdn|gemv]
+#                                    llama-bench with the engine switches off and on, on
 #                                    synthetic real-size models: pp2048 on a Qwen3.5-style hybrid
 #                                    (gdn-prefill v3 and v4), pp4-pp8 and tg128 on Llama 3 8B Q4_0
-#                                    (gemv-q4_0 auto)
+#                                    (gemv-q4_0 auto); both, or the one named
 #   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
 #                                    ubatches) and llama-bench on the same file
 #   scripts/gpu_session.sh tune-hybrid  1bit tune on the hybrid (the gdn-prefill switch)
@@ -123,19 +124,29 @@ case $stage in
     tail -n 8 "$out/ctest-cuda.log"
     ;;
   e2e)
-    synth_models
-    for switch in "" ONEBIT_GDN_PREFILL=3 ONEBIT_GDN_PREFILL=4; do
-      echo "== ${switch:-no switch}: pp2048 on the hybrid"
-      env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
-    done >"$out/e2e-gdn.md" 2>&1
-    # 1 column (tg128) and the 4-8 columns of a speculative step's verification (pp4..pp8: a
-    # batch of up to 8 tokens takes the MMVQ path).
-    # Alternating twice: pp4-pp8 move by a few percent between runs.
-    for switch in "" ONEBIT_GEMV_Q4_0=auto "" ONEBIT_GEMV_Q4_0=auto; do
-      echo "== ${switch:-no switch}: pp4-pp8 and tg128 on Llama 3 8B Q4_0"
-      env $switch "$bin/llama-bench" -m "$llama" -p 4,5,6,7,8 -n 128 -r 10 -fa 1 -o md || echo "llama-bench failed"
-    done >"$out/e2e-gemv.md" 2>&1
-    cat "$out/e2e-gdn.md" "$out/e2e-gemv.md" | grep -E '^==| (pp|tg)[0-9]+ |failed' || true
+    part=${2:-all}
+    case $part in all | gdn | gemv) ;; *) echo "usage: gpu_session.sh e2e [gdn|gemv]" >&2; exit 2 ;; esac
+    logs=()
+    if [ "$part" != gemv ]; then
+      synth_models qwen35-9b:$hybrid
+      for switch in "" ONEBIT_GDN_PREFILL=3 ONEBIT_GDN_PREFILL=4; do
+        echo "== ${switch:-no switch}: pp2048 on the hybrid"
+        env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
+      done >"$out/e2e-gdn.md" 2>&1
+      logs+=("$out/e2e-gdn.md")
+    fi
+    if [ "$part" != gdn ]; then
+      synth_models llama3-8b:$llama
+      # 1 column (tg128) and the 4-8 columns of a speculative step's verification (pp4..pp8: a
+      # batch of up to 8 tokens takes the MMVQ path).
+      # Alternating twice: pp4-pp8 move by a few percent between runs.
+      for switch in "" ONEBIT_GEMV_Q4_0=auto "" ONEBIT_GEMV_Q4_0=auto; do
+        echo "== ${switch:-no switch}: pp4-pp8 and tg128 on Llama 3 8B Q4_0"
+        env $switch "$bin/llama-bench" -m "$llama" -p 4,5,6,7,8 -n 128 -r 10 -fa 1 -o md || echo "llama-bench failed"
+      done >"$out/e2e-gemv.md" 2>&1
+      logs+=("$out/e2e-gemv.md")
+    fi
+    cat "${logs[@]}" | grep -E '^==| (pp|tg)[0-9]+ |failed' || true
     ;;
   tune)
     synth_models
