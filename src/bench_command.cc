@@ -215,7 +215,7 @@ int run(const std::vector<std::string>& args, bool tune) {
     if (!c.html_out.empty()) write_text(c.html_out, bench_html(rec));
     if (!tune) return 0;
 
-    const std::string device = resolve_device("auto", default_llama_server());
+    const DeviceChoice where = resolve_device("auto", default_llama_server());
     int wins = 0;
     for (size_t i = 1; i < rec.configs.size(); ++i) {
       TuneVerdict v = judge(rec, rec.configs[i].name, c.metric);
@@ -228,7 +228,7 @@ int run(const std::vector<std::string>& args, bool tune) {
                 << (v.wins ? "wins" : "no win") << "\n";
       if (!v.wins) continue;
       ++wins;
-      nlohmann::json entry = recipe_entry(rec, v, c.metric, engine_args, tried.env, device);
+      nlohmann::json entry = recipe_entry(rec, v, c.metric, engine_args, tried.env, where.device, where.gpu);
       if (!c.write_file.empty()) entry["id"] = append_recipe(c.write_file, entry);
       std::cout << entry.dump(2) << "\n";
     }

@@ -1,5 +1,6 @@
 #include "device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -34,21 +35,36 @@ std::vector<std::string> list_engine_devices(const std::string& program) {
   return devices;
 }
 
-std::string resolve_device(const std::string& requested, const std::string& program) {
-  if (requested == "cpu") return "cpu";
-  bool cuda = false;
-  for (const auto& d : list_engine_devices(program))
-    if (d.rfind("CUDA", 0) == 0) cuda = true;
-  if (cuda) return "cuda";
+std::string first_gpu(const std::vector<std::string>& devices) {
+  for (const auto& d : devices) {
+    if (d.rfind("CUDA", 0) != 0) continue;
+    // "CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"
+    const size_t start = d.find(": "), end = d.rfind(" (");
+    if (start == std::string::npos) return "";
+    return d.substr(start + 2, end == std::string::npos || end < start ? std::string::npos : end - start - 2);
+  }
+  return "";
+}
+
+DeviceChoice resolve_device(const std::string& requested, const std::string& program) {
+  if (requested == "cpu") return {"cpu", ""};
+  const std::vector<std::string> devices = list_engine_devices(program);
+  if (std::any_of(devices.begin(), devices.end(), [](const std::string& d) { return d.rfind("CUDA", 0) == 0; }))
+    return {"cuda", first_gpu(devices)};
   if (requested == "cuda")
     throw Error("--device cuda: " + program + " lists no CUDA device (" +
                 (engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1") + ")");
-  return "cpu";
+  return {"cpu", ""};
 }
 
-std::string planned_device(const std::string& requested) {
-  if (requested != "auto") return requested;
-  return engine_built_with_cuda() ? "cuda" : "cpu";
+DeviceChoice planned_device(const std::string& requested, const std::string& program) {
+  const std::string device = requested != "auto" ? requested : engine_built_with_cuda() ? "cuda" : "cpu";
+  if (device != "cuda") return {device, ""};
+  try {
+    return {device, first_gpu(list_engine_devices(program))};
+  } catch (const Error&) {
+    return {device, ""};
+  }
 }
 
 bool engine_built_with_cuda() {

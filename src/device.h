@@ -11,12 +11,22 @@ namespace onebit {
 // when the engine cannot be run.
 std::vector<std::string> list_engine_devices(const std::string& program);
 
+// The GPU model of the first CUDA device in such a list ("NVIDIA H200"), or "".
+std::string first_gpu(const std::vector<std::string>& devices);
+
+// Where the engine runs: cpu or cuda, and with cuda the GPU model recipes are matched against.
+struct DeviceChoice {
+  std::string device;
+  std::string gpu;  // "" on cpu
+};
+
 // Resolves auto/cpu/cuda for a real launch. Throws Error when cuda is asked for and the engine
 // lists no CUDA device.
-std::string resolve_device(const std::string& requested, const std::string& program);
+DeviceChoice resolve_device(const std::string& requested, const std::string& program);
 
-// For --dry-run: no device is checked; auto follows how the pinned engine was built.
-std::string planned_device(const std::string& requested);
+// For --dry-run: no device is checked; auto follows how the pinned engine was built. With cuda
+// the GPU is the engine's first one if it lists one, else "".
+DeviceChoice planned_device(const std::string& requested, const std::string& program);
 
 // Whether the pinned engine build (engine.json, embedded at build time) has CUDA.
 bool engine_built_with_cuda();

@@ -36,10 +36,13 @@ struct Verdict {
 };
 
 std::string device_note(const Recipe& r) {
-  if (!r.match.device) return "any device";
-  std::string s;
-  for (const auto& d : *r.match.device) s += (s.empty() ? "" : ", ") + d;
-  return "device " + s;
+  auto list = [](const std::vector<std::string>& items) {
+    std::string s;
+    for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+    return s;
+  };
+  const std::string device = r.match.device ? "device " + list(*r.match.device) : "any device";
+  return r.match.gpu ? device + " (gpu " + list(*r.match.gpu) + ")" : device;
 }
 
 std::string human_size(uint64_t bytes) {
@@ -101,6 +104,7 @@ int run_facts(const std::vector<std::string>& args) {
         nlohmann::json r = {{"id", v.recipe->id}, {"applies", v.mismatch.empty()}};
         if (v.mismatch.empty()) {
           r["devices"] = v.recipe->match.device ? nlohmann::json(*v.recipe->match.device) : nlohmann::json("any");
+          if (v.recipe->match.gpu) r["gpus"] = *v.recipe->match.gpu;
         } else {
           r["reason"] = v.mismatch;
         }

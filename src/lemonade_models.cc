@@ -72,7 +72,7 @@ ModelManager::ModelManager(Catalog& catalog, ManagerConfig config) : catalog_(ca
   try {
     auto_device_ = resolve_device("auto", config_.llama_server);
   } catch (const Error&) {
-    auto_device_ = "cpu";
+    auto_device_ = {"cpu", ""};
   }
   monitor_ = std::thread(&ModelManager::monitor, this);
 }
@@ -129,6 +129,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   in.model = &facts;
   in.program = config_.llama_server;
   in.device = device;
+  in.gpu = device == "cuda" ? auto_device_.gpu : "";
   in.port = m.port;
   in.recipes = config_.recipes;
   in.environment = current_environment();
@@ -177,8 +178,8 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   if (e.type() == "reranking") o.engine_args.push_back("--reranking");
   for (auto& a : shell_split(options.value("llamacpp_args", ""))) o.engine_args.push_back(a);
   std::string device = options.value("llamacpp_backend", "auto");
-  if (device == "auto") device = auto_device_;
-  if (device == "cuda" && auto_device_ != "cuda")
+  if (device == "auto") device = auto_device_.device;
+  if (device == "cuda" && auto_device_.device != "cuda")
     throw fail("the cuda backend is not available here (" +
                std::string(engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA") + ")");
 

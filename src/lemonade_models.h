@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
+#include "device.h"
 #include "error.h"
 #include "gguf_facts.h"
 #include "http_server.h"
@@ -123,7 +124,7 @@ class ModelManager {
 
   Catalog& catalog_;
   ManagerConfig config_;
-  std::string auto_device_;  // what "auto" means on this machine and engine
+  DeviceChoice auto_device_;  // what "auto" means on this machine and engine
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;

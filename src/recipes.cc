@@ -98,6 +98,9 @@ class RecipeParser {
       const std::string what = who + ": match." + key;
       if (key == "device") {
         m.device = value_list(it.value(), what, kDevices);
+      } else if (key == "gpu") {
+        m.gpu = string_list(it.value(), what);
+        if (m.gpu->empty() || contains(*m.gpu, "")) fail(what + " must name GPU models");
       } else if (key == "drafter") {
         m.drafter = value_list(it.value(), what, kDrafters);
       } else if (key == "architecture") {
@@ -222,6 +225,8 @@ std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_
   const ModelFacts& f = *t.facts;
   if (!ignore_device && m.device && !contains(*m.device, t.device))
     return "device " + t.device + " not in " + bracket(*m.device);
+  if (!ignore_device && m.gpu && !contains(*m.gpu, t.gpu))
+    return "gpu " + (t.gpu.empty() ? std::string("none") : t.gpu) + " not in " + bracket(*m.gpu);
   if (m.architecture && !contains(*m.architecture, f.architecture))
     return "architecture " + f.architecture + " not in " + bracket(*m.architecture);
   if (m.moe && *m.moe != f.moe) return std::string("needs ") + (*m.moe ? "a MoE model" : "a dense model");

@@ -2,7 +2,9 @@
 //
 // A recipes file is JSON: {"about": "...", "recipes": [ {id, match, args, env, why, measured,
 // source} ]}. `id` and `measured` are required; `match` keys (all optional, missing = any) are
-// device, architecture, drafter (lists of strings) and moe, hadamard_q4_0 (booleans). A recipe
+// device, gpu, architecture, drafter (lists of strings) and moe, hadamard_q4_0 (booleans). gpu
+// names GPU models as the engine lists them ("NVIDIA H200"): a setting measured on one GPU is
+// not assumed to win on another. A recipe
 // must add something: args (starting with a flag) or env. The built-in set is config/recipes.json,
 // compiled in; `--recipes FILE` replaces it.
 //
@@ -25,6 +27,7 @@ namespace onebit {
 
 struct RecipeMatch {
   std::optional<std::vector<std::string>> device;
+  std::optional<std::vector<std::string>> gpu;
   std::optional<std::vector<std::string>> architecture;
   std::optional<std::vector<std::string>> drafter;
   std::optional<bool> moe;
@@ -69,10 +72,12 @@ struct RecipeTarget {
   std::string device;   // cpu, cuda
   std::string drafter;  // none, draft, dflash, mtp
   const ModelFacts* facts = nullptr;
+  std::string gpu;      // with cuda, the engine's GPU ("NVIDIA H200"); "" on cpu or when unknown
 };
 
 // Empty when the recipe matches, else the first reason it does not ("architecture llama not in
-// [qwen3moe]"). With `ignore_device`, the device condition is skipped (used by `1bit facts`).
+// [qwen3moe]"). With `ignore_device`, the device and gpu conditions are skipped (used by
+// `1bit facts`).
 std::string recipe_mismatch(const Recipe& recipe, const RecipeTarget& target, bool ignore_device = false);
 
 // The environment as the child will see it: the parent's variables plus those serve adds.

@@ -146,10 +146,23 @@ TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
   ASSERT_EQ(gemv->env.size(), 1u);
   EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
   ModelFacts llama = facts("llama", false, false), qwen = facts("qwen3", false, false);
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama}), "");
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "none", &llama}), "drafter none not in [draft]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama, "NVIDIA H200"}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "none", &llama, "NVIDIA H200"}), "drafter none not in [draft]");
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cpu", "draft", &llama}), "device cpu not in [cuda]");
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &qwen}), "architecture qwen3 not in [llama]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &qwen, "NVIDIA H200"}), "architecture qwen3 not in [llama]");
+  // Measured on the H200 only: another GPU, or one the engine did not name, does not get it.
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama, "NVIDIA GeForce RTX 4090"}),
+            "gpu NVIDIA GeForce RTX 4090 not in [NVIDIA H200]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama}), "gpu none not in [NVIDIA H200]");
+}
+
+// Every built-in recipe that needs CUDA was measured on one GPU model and says which.
+TEST(Recipes, BuiltInCudaRecipesNameTheirGpu) {
+  for (const Recipe& r : builtin_recipes().recipes)
+    if (r.match.device && *r.match.device == std::vector<std::string>{"cuda"}) {
+      ASSERT_TRUE(r.match.gpu.has_value()) << r.id;
+      for (const std::string& gpu : *r.match.gpu) EXPECT_NE(r.measured.find(gpu), std::string::npos) << r.id;
+    }
 }
 
 TEST(Recipes, ValidationMessages) {
@@ -176,6 +189,10 @@ TEST(Recipes, ValidationMessages) {
             "r.json: recipe \"a\": match.device must be a list of strings");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"device": ["gpu"]}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.device: unknown value \"gpu\" (known: cpu, cuda)");
+  EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": "NVIDIA H200"}, "args": ["-ub", "1"], "measured": "m"})")),
+            "r.json: recipe \"a\": match.gpu must be a list of strings");
+  EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": []}, "args": ["-ub", "1"], "measured": "m"})")),
+            "r.json: recipe \"a\": match.gpu must name GPU models");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"drafter": ["eagle"]}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.drafter: unknown value \"eagle\" (known: none, draft, dflash, mtp)");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": [], "args": ["-ub", "1"], "measured": "m"})")),

@@ -130,7 +130,8 @@ int serve(const ServeOptions& o) {
   const std::string program = o.llama_server.empty() ? default_llama_server() : o.llama_server;
   if (!o.dry_run && access(program.c_str(), X_OK) != 0)
     throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
-  const std::string device = o.dry_run ? planned_device(o.device) : resolve_device(o.device, program);
+  const DeviceChoice where = o.dry_run ? planned_device(o.device, program) : resolve_device(o.device, program);
+  const std::string& device = where.device;
   // Our own port is taken before the engines' are picked, so no engine is handed it.
   Fd listener;
   if (!o.dry_run) listener = listen_tcp(o.host, o.port);
@@ -149,6 +150,7 @@ int serve(const ServeOptions& o) {
     in.drafter = draft_facts;
     in.program = program;
     in.device = device;
+    in.gpu = where.gpu;
     in.port = e.port;
     in.recipes = recipes;
     in.environment = current_environment();
@@ -206,7 +208,8 @@ int serve(const ServeOptions& o) {
     start_child(e);
     return true;
   };
-  std::cerr << "1bit serve: loading " << model_path << " on " << device << ", listening on http://" << o.host << ":"
+  std::cerr << "1bit serve: loading " << model_path << " on " << device << (where.gpu.empty() ? "" : " (" + where.gpu + ")")
+            << ", listening on http://" << o.host << ":"
             << proxy.port() << "\n";
 
   // Engines first: a request waiting on an engine then ends at once, so the proxy's threads

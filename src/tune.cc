@@ -74,7 +74,7 @@ json recipe_body(const std::vector<std::string>& args, const std::vector<std::pa
 
 json recipe_entry(const BenchRecord& r, const TuneVerdict& v, const std::string& metric,
                   const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
-                  const std::string& device) {
+                  const std::string& device, const std::string& gpu) {
   const json& f = r.facts;
   std::string machine = r.machine.value("cpu", "unknown CPU");
   if (r.machine.contains("gpus") && !r.machine["gpus"].empty()) machine = r.machine["gpus"][0].get<std::string>();
@@ -82,6 +82,7 @@ json recipe_entry(const BenchRecord& r, const TuneVerdict& v, const std::string&
   const std::string unit = metric_named(metric).unit;
   json match = {{"device", {device}}, {"architecture", {f.value("architecture", "")}}, {"moe", f.value("moe", false)},
                 {"hadamard_q4_0", f.value("hadamard_q4_0", false)}, {"drafter", {"none"}}};
+  if (device == "cuda" && !gpu.empty()) match["gpu"] = {gpu};  // measured on this GPU only
   std::vector<std::string> words;
   for (const auto& [k, val] : env) words.push_back(k + "=" + val);
   words.insert(words.end(), args.begin(), args.end());

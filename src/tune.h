@@ -30,11 +30,12 @@ TuneVerdict judge(const BenchRecord& record, const std::string& config, const st
 nlohmann::json recipe_body(const std::vector<std::string>& args,
                            const std::vector<std::pair<std::string, std::string>>& env);
 
-// The recipe entry for a winning candidate: engine `args` and `env`, `match` from the facts and
-// the device, `measured` as "<model>, <machine>, <metric> <base> -> <candidate>, <date>".
+// The recipe entry for a winning candidate: engine `args` and `env`, `match` from the facts, the
+// device and (cuda) the GPU model it was measured on, `measured` as "<model>, <machine>, <metric> <base> -> <candidate>, <date>".
 nlohmann::json recipe_entry(const BenchRecord& record, const TuneVerdict& verdict, const std::string& metric,
                             const std::vector<std::string>& args,
-                            const std::vector<std::pair<std::string, std::string>>& env, const std::string& device);
+                            const std::vector<std::pair<std::string, std::string>>& env, const std::string& device,
+                            const std::string& gpu);
 
 // Appends `entry` to the recipes file at `path` (created when missing), keeping its id unique and
 // the file valid (it is parsed back before it replaces the old one). Returns the id written.

@@ -44,10 +44,11 @@ TEST(Tune, AWinMustClearTheNoise) {
 TEST(Tune, TheEntryQuotesItsMeasurement) {
   BenchRecord r = record({100, 100}, {120, 120});
   TuneVerdict v = judge(r, "try1", "decode-code");
-  nlohmann::json e = recipe_entry(r, v, "decode-code", {"-ub", "1024"}, {}, "cuda");
+  nlohmann::json e = recipe_entry(r, v, "decode-code", {"-ub", "1024"}, {}, "cuda", "NVIDIA H200");
   EXPECT_EQ(e["id"], "qwen3-cuda-ub-1024");
   EXPECT_EQ(e["measured"], "x.gguf, Test CPU, decode-code 100 -> 120 tok/s, 2026-11-30");
   EXPECT_EQ(e["match"]["device"], nlohmann::json({"cuda"}));
+  EXPECT_EQ(e["match"]["gpu"], nlohmann::json({"NVIDIA H200"}));  // a win on one GPU is kept to it
   EXPECT_EQ(e["match"]["drafter"], nlohmann::json({"none"}));
   // It is a valid recipe as it stands.
   nlohmann::json file = {{"recipes", {e}}};
@@ -57,7 +58,8 @@ TEST(Tune, TheEntryQuotesItsMeasurement) {
 TEST(Tune, AppendKeepsTheFileValidAndIdsUnique) {
   testing::TempDir dir;
   BenchRecord r = record({100, 100}, {120, 120});
-  nlohmann::json e = recipe_entry(r, judge(r, "try1", "decode-code"), "decode-code", {"-ub", "1024"}, {}, "cpu");
+  nlohmann::json e = recipe_entry(r, judge(r, "try1", "decode-code"), "decode-code", {"-ub", "1024"}, {}, "cpu", "");
+  EXPECT_FALSE(e["match"].contains("gpu"));
   EXPECT_EQ(append_recipe(dir.file("r.json"), e), "qwen3-cpu-ub-1024");
   EXPECT_EQ(append_recipe(dir.file("r.json"), e), "qwen3-cpu-ub-1024-2");
   RecipeSet set = load_recipes_file(dir.file("r.json"), EngineArgs::builtin());

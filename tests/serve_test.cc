@@ -132,6 +132,31 @@ TEST_F(ServeTest, RecipesRoute) {
   EXPECT_NE(p->err().find("1bit serve: recipe h32-moe: -ub 1024 ONEBIT_TEST_ENV=on\n"), std::string::npos);
 }
 
+// A recipe with a gpu condition applies only on the GPU model the engine lists first.
+TEST_F(ServeTest, GpuRecipesFollowTheEnginesGpu) {
+  write_file(dir_.file("recipes.json"), R"({"recipes": [
+    {"id": "on-fake", "match": {"device": ["cuda"], "gpu": ["Fake GPU"]}, "env": {"ONEBIT_ON_FAKE": "1"}, "measured": "t"},
+    {"id": "on-other", "match": {"gpu": ["Other GPU"]}, "env": {"ONEBIT_ON_OTHER": "1"}, "measured": "t"}]})");
+  const std::map<std::string, std::string> fake_gpu = {{"FAKE_DEVICES", "CUDA0: Fake GPU (1000 MiB, 900 MiB free)"}};
+  const std::vector<std::string> args = {"-m", model_, "--recipes", dir_.file("recipes.json")};
+  std::vector<std::string> dry = {"--dry-run", "--device", "cuda"};
+  dry.insert(dry.end(), args.begin(), args.end());
+  RunResult r = run(serve_args(dry), fake_env(fake_gpu));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "1bit serve: recipe on-fake: ONEBIT_ON_FAKE=1\n");
+  // An engine that names no GPU: neither applies.
+  r = run(serve_args(dry), fake_env());
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.find("ONEBIT_ON_"), std::string::npos) << r.out;
+
+  std::unique_ptr<Subprocess> p;
+  start(p, args, fake_gpu);
+  json rec = record();
+  EXPECT_EQ(rec["env"]["ONEBIT_ON_FAKE"], "1");
+  EXPECT_FALSE(rec["env"].contains("ONEBIT_ON_OTHER"));
+  EXPECT_NE(p->err().find(" on cuda (Fake GPU), listening"), std::string::npos) << p->err();
+}
+
 TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
   write_file(dir_.file("text.gguf"), "not a model at all");
   write_file(dir_.file("short.gguf"), "GGUF\x03");
