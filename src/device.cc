@@ -38,10 +38,12 @@ std::vector<std::string> list_engine_devices(const std::string& program) {
 std::string first_gpu(const std::vector<std::string>& devices) {
   for (const auto& d : devices) {
     if (d.rfind("CUDA", 0) != 0) continue;
-    // "CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"
-    const size_t start = d.find(": "), end = d.rfind(" (");
+    // "CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"; a GPU the engine splits into virtual
+    // devices reads "NVIDIA H200 (dev p0/v1) (...)": the model is what precedes the first " (".
+    const size_t start = d.find(": ");
     if (start == std::string::npos) return "";
-    return d.substr(start + 2, end == std::string::npos || end < start ? std::string::npos : end - start - 2);
+    const size_t end = d.find(" (", start + 2);
+    return d.substr(start + 2, end == std::string::npos ? std::string::npos : end - start - 2);
   }
   return "";
 }
