@@ -216,6 +216,8 @@ int run(const std::vector<std::string>& args, bool tune) {
     if (!tune) return 0;
 
     const DeviceChoice where = resolve_device("auto", default_llama_server());
+    if (where.device == "cuda" && where.gpu.empty())
+      std::cerr << "1bit tune: the engine names no GPU model; a recipe written now matches any CUDA GPU\n";
     int wins = 0;
     for (size_t i = 1; i < rec.configs.size(); ++i) {
       TuneVerdict v = judge(rec, rec.configs[i].name, c.metric);

@@ -28,22 +28,12 @@ std::vector<CliOption> facts_table(FactsOptions& o) {
   };
 }
 
-// A recipe judged against the facts alone: the device is named, not checked, since the same
-// file may be served on either.
+// A recipe judged against the facts alone: the device and GPU are named, not checked, since the
+// same file may be served on any.
 struct Verdict {
   const Recipe* recipe;
   std::string mismatch;  // empty: applies
 };
-
-std::string device_note(const Recipe& r) {
-  auto list = [](const std::vector<std::string>& items) {
-    std::string s;
-    for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
-    return s;
-  };
-  const std::string device = r.match.device ? "device " + list(*r.match.device) : "any device";
-  return r.match.gpu ? device + " (gpu " + list(*r.match.gpu) + ")" : device;
-}
 
 std::string human_size(uint64_t bytes) {
   std::ostringstream s;
@@ -75,7 +65,7 @@ int run_facts(const std::vector<std::string>& args) {
     std::optional<RecipeSet> file_set;
     if (!o.recipes_file.empty()) file_set = load_recipes_file(o.recipes_file, EngineArgs::builtin());
     const RecipeSet& set = file_set ? *file_set : builtin_recipes();
-    RecipeTarget target{"", "none", &f};
+    RecipeTarget target{"", "", "none", &f};
     std::vector<Verdict> verdicts;
     for (const Recipe& r : set.recipes) verdicts.push_back({&r, recipe_mismatch(r, target, /*ignore_device=*/true)});
 
@@ -134,7 +124,7 @@ int run_facts(const std::vector<std::string>& args) {
     if (verdicts.empty()) std::cout << "  none defined\n";
     for (const auto& v : verdicts) {
       std::cout << "  " << v.recipe->id << ": "
-                << (v.mismatch.empty() ? "applies on " + device_note(*v.recipe) : "does not apply: " + v.mismatch) << "\n";
+                << (v.mismatch.empty() ? "applies on " + recipe_devices(*v.recipe) : "does not apply: " + v.mismatch) << "\n";
     }
     return 0;
   } catch (const Error& e) {

@@ -112,6 +112,8 @@ class RecipeParser {
         fail(who + ": unknown match key \"" + key + "\"");
       }
     }
+    if (m.gpu && m.device && !contains(*m.device, "cuda"))
+      fail(who + ": match.gpu names GPU models, but match.device leaves out cuda");
     return m;
   }
 
@@ -235,6 +237,11 @@ std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_
   if (m.drafter && !contains(*m.drafter, t.drafter))
     return "drafter " + t.drafter + " not in " + bracket(*m.drafter);
   return "";
+}
+
+std::string recipe_devices(const Recipe& r) {
+  if (r.match.gpu) return "device cuda (gpu " + join(*r.match.gpu) + ")";
+  return r.match.device ? "device " + join(*r.match.device) : "any device";
 }
 
 bool ChildEnv::has(const std::string& name) const {

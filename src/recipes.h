@@ -3,8 +3,8 @@
 // A recipes file is JSON: {"about": "...", "recipes": [ {id, match, args, env, why, measured,
 // source} ]}. `id` and `measured` are required; `match` keys (all optional, missing = any) are
 // device, gpu, architecture, drafter (lists of strings) and moe, hadamard_q4_0 (booleans). gpu
-// names GPU models as the engine lists them ("NVIDIA H200"): a setting measured on one GPU is
-// not assumed to win on another. A recipe
+// names GPU models exactly as the engine lists them ("NVIDIA H200"; it implies cuda): a setting
+// measured on one GPU is not assumed to win on another. A recipe
 // must add something: args (starting with a flag) or env. The built-in set is config/recipes.json,
 // compiled in; `--recipes FILE` replaces it.
 //
@@ -70,15 +70,19 @@ class RecipeChoice {
 // What a recipe is matched against.
 struct RecipeTarget {
   std::string device;   // cpu, cuda
+  std::string gpu;      // with cuda, the engine's GPU ("NVIDIA H200"); "" on cpu or when unknown
   std::string drafter;  // none, draft, dflash, mtp
   const ModelFacts* facts = nullptr;
-  std::string gpu;      // with cuda, the engine's GPU ("NVIDIA H200"); "" on cpu or when unknown
 };
 
 // Empty when the recipe matches, else the first reason it does not ("architecture llama not in
 // [qwen3moe]"). With `ignore_device`, the device and gpu conditions are skipped (used by
 // `1bit facts`).
 std::string recipe_mismatch(const Recipe& recipe, const RecipeTarget& target, bool ignore_device = false);
+
+// Where a recipe can apply, in words: "any device", "device cpu, cuda", "device cuda (gpu NVIDIA
+// H200)" (a GPU model implies cuda).
+std::string recipe_devices(const Recipe& recipe);
 
 // The environment as the child will see it: the parent's variables plus those serve adds.
 struct ChildEnv {

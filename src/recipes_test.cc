@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "error.h"
 
 namespace onebit {
@@ -40,7 +42,7 @@ Applied apply(const RecipeSet& set, const ModelFacts& f, const std::string& devi
   Applied a;
   a.argv = std::move(argv);
   a.env.inherited = std::move(env);
-  a.recipes = apply_recipes(set, RecipeTarget{device, drafter, &f}, EngineArgs::builtin(), a.argv, a.env);
+  a.recipes = apply_recipes(set, RecipeTarget{device, "", drafter, &f}, EngineArgs::builtin(), a.argv, a.env);
   return a;
 }
 
@@ -121,12 +123,12 @@ TEST(Recipes, TheUsersValueWinsUnderAnySpelling) {
 TEST(Recipes, MismatchSaysWhy) {
   RecipeSet s = test_set();
   ModelFacts dense = facts("qwen3", false, false);
-  EXPECT_EQ(recipe_mismatch(s.recipes[0], RecipeTarget{"cuda", "none", &dense}), "needs a MoE model");
-  EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cpu", "none", &dense}), "architecture qwen3 not in [llama]");
-  EXPECT_EQ(recipe_mismatch(s.recipes[1], RecipeTarget{"cpu", "none", &dense}), "drafter none not in [draft]");
+  EXPECT_EQ(recipe_mismatch(s.recipes[0], RecipeTarget{"cuda", "", "none", &dense}), "needs a MoE model");
+  EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cpu", "", "none", &dense}), "architecture qwen3 not in [llama]");
+  EXPECT_EQ(recipe_mismatch(s.recipes[1], RecipeTarget{"cpu", "", "none", &dense}), "drafter none not in [draft]");
   ModelFacts llama = facts("llama", false, false);
-  EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cuda", "none", &llama}), "device cuda not in [cpu]");
-  EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cuda", "none", &llama}, true), "");
+  EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cuda", "", "none", &llama}), "device cuda not in [cpu]");
+  EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cuda", "", "none", &llama}, true), "");
 }
 
 TEST(Recipes, TheBuiltInSetLoads) {
@@ -146,23 +148,28 @@ TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
   ASSERT_EQ(gemv->env.size(), 1u);
   EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
   ModelFacts llama = facts("llama", false, false), qwen = facts("qwen3", false, false);
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama, "NVIDIA H200"}), "");
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "none", &llama, "NVIDIA H200"}), "drafter none not in [draft]");
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cpu", "draft", &llama}), "device cpu not in [cuda]");
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &qwen, "NVIDIA H200"}), "architecture qwen3 not in [llama]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "draft", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "none", &llama}), "drafter none not in [draft]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cpu", "", "draft", &llama}), "device cpu not in [cuda]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "draft", &qwen}), "architecture qwen3 not in [llama]");
   // Measured on the H200 only: another GPU, or one the engine did not name, does not get it.
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama, "NVIDIA GeForce RTX 4090"}),
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA GeForce RTX 4090", "draft", &llama}),
             "gpu NVIDIA GeForce RTX 4090 not in [NVIDIA H200]");
-  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "draft", &llama}), "gpu none not in [NVIDIA H200]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "", "draft", &llama}), "gpu none not in [NVIDIA H200]");
+  // `1bit facts` judges the file alone: neither the device nor the GPU is checked.
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"", "", "draft", &llama}, true), "");
 }
 
 // Every built-in recipe that needs CUDA was measured on one GPU model and says which.
 TEST(Recipes, BuiltInCudaRecipesNameTheirGpu) {
+  int cuda = 0;
   for (const Recipe& r : builtin_recipes().recipes)
-    if (r.match.device && *r.match.device == std::vector<std::string>{"cuda"}) {
+    if (!r.match.device || std::find(r.match.device->begin(), r.match.device->end(), "cuda") != r.match.device->end()) {
+      ++cuda;
       ASSERT_TRUE(r.match.gpu.has_value()) << r.id;
       for (const std::string& gpu : *r.match.gpu) EXPECT_NE(r.measured.find(gpu), std::string::npos) << r.id;
     }
+  EXPECT_GT(cuda, 0);
 }
 
 TEST(Recipes, ValidationMessages) {
@@ -193,6 +200,10 @@ TEST(Recipes, ValidationMessages) {
             "r.json: recipe \"a\": match.gpu must be a list of strings");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": []}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.gpu must name GPU models");
+  EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": [""]}, "args": ["-ub", "1"], "measured": "m"})")),
+            "r.json: recipe \"a\": match.gpu must name GPU models");
+  EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"device": ["cpu"], "gpu": ["X"]}, "args": ["-ub", "1"], "measured": "m"})")),
+            "r.json: recipe \"a\": match.gpu names GPU models, but match.device leaves out cuda");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"drafter": ["eagle"]}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.drafter: unknown value \"eagle\" (known: none, draft, dflash, mtp)");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": [], "args": ["-ub", "1"], "measured": "m"})")),

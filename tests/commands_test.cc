@@ -19,7 +19,8 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
                                     {"qwen3moe.context_length", uint32_t{32768}}});
   write_file(dir.file("r.json"), R"({"recipes": [
     {"id": "moe-cuda", "match": {"moe": true, "device": ["cuda"]}, "args": ["-ub", "1024"], "measured": "m"},
-    {"id": "dense-only", "match": {"moe": false}, "args": ["-b", "256"], "measured": "m"}]})");
+    {"id": "dense-only", "match": {"moe": false}, "args": ["-b", "256"], "measured": "m"},
+    {"id": "moe-h200", "match": {"moe": true, "gpu": ["NVIDIA H200"]}, "args": ["-ub", "2048"], "measured": "m"}]})");
   RunResult text = run({onebit_binary(), "facts", dir.file("moe.gguf"), "--recipes", dir.file("r.json")});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("architecture    qwen3moe\n"), std::string::npos) << text.out;
@@ -28,6 +29,7 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
   EXPECT_NE(text.out.find("context length  32768\n"), std::string::npos);
   EXPECT_NE(text.out.find("  moe-cuda: applies on device cuda\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("  dense-only: does not apply: needs a dense model\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  moe-h200: applies on device cuda (gpu NVIDIA H200)\n"), std::string::npos) << text.out;
 
   RunResult j = run({onebit_binary(), "facts", dir.file("moe.gguf"), "--json", "--recipes", dir.file("r.json")});
   ASSERT_EQ(j.code, 0) << j.err;
@@ -41,6 +43,7 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
   EXPECT_EQ(f["recipes"][0]["devices"], json({"cuda"}));
   EXPECT_EQ(f["recipes"][1]["applies"], false);
   EXPECT_EQ(f["recipes"][1]["reason"], "needs a dense model");
+  EXPECT_EQ(f["recipes"][2]["gpus"], json({"NVIDIA H200"}));
 
   RunResult builtin = run({onebit_binary(), "facts", dir.file("moe.gguf")});
   EXPECT_NE(builtin.out.find("recipes (built-in recipes)"), std::string::npos);

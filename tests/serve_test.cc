@@ -144,8 +144,23 @@ TEST_F(ServeTest, GpuRecipesFollowTheEnginesGpu) {
   RunResult r = run(serve_args(dry), fake_env(fake_gpu));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "1bit serve: recipe on-fake: ONEBIT_ON_FAKE=1\n");
-  // An engine that names no GPU: neither applies.
+  // An engine that names no GPU, or none that runs: neither applies, and serve says why.
+  const std::string no_gpu = "1bit serve: the engine names no GPU model; recipes for a GPU model are left out\n";
   r = run(serve_args(dry), fake_env());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, no_gpu);
+  EXPECT_EQ(r.out.find("ONEBIT_ON_"), std::string::npos) << r.out;
+  std::vector<std::string> missing = dry;
+  missing.insert(missing.end(), {"--llama-server", dir_.file("no-such-engine")});
+  r = run(serve_args(missing), fake_env(fake_gpu));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, no_gpu);
+  // On the CPU a GPU recipe does not apply, even where the engine lists that GPU.
+  write_file(dir_.file("gpu-only.json"), R"({"recipes": [
+    {"id": "gpu-only", "match": {"gpu": ["Fake GPU"]}, "env": {"ONEBIT_ON_FAKE": "1"}, "measured": "t"}]})");
+  r = run(serve_args({"--dry-run", "--device", "cpu", "-m", model_, "--recipes", dir_.file("gpu-only.json")}),
+          fake_env(fake_gpu));
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out.find("ONEBIT_ON_"), std::string::npos) << r.out;
 

@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     f.hadamard_q4_0 = true;
     return f;
   }();
-  apply_and_check(set, {"cpu", "none", &dense}, engine);
-  apply_and_check(set, {"cuda", "mtp", &moe}, engine);
+  apply_and_check(set, {"cpu", "", "none", &dense}, engine);
+  apply_and_check(set, {"cuda", "NVIDIA H200", "mtp", &moe}, engine);
   return 0;
 }
