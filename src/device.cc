@@ -35,9 +35,17 @@ std::vector<std::string> list_engine_devices(const std::string& program) {
   return devices;
 }
 
+namespace {
+
+bool is_cuda(const std::string& device) { return device.rfind("CUDA", 0) == 0; }
+
+bool lists_cuda(const std::vector<std::string>& devices) { return std::any_of(devices.begin(), devices.end(), is_cuda); }
+
+}  // namespace
+
 std::string first_gpu(const std::vector<std::string>& devices) {
   for (const auto& d : devices) {
-    if (d.rfind("CUDA", 0) != 0) continue;
+    if (!is_cuda(d)) continue;
     // "CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"; a GPU the engine splits into virtual
     // devices reads "NVIDIA H200 (dev p0/v1) (...)": the model is what precedes the first " (".
     const size_t start = d.find(": ");
@@ -51,8 +59,7 @@ std::string first_gpu(const std::vector<std::string>& devices) {
 DeviceChoice resolve_device(const std::string& requested, const std::string& program) {
   if (requested == "cpu") return {"cpu", ""};
   const std::vector<std::string> devices = list_engine_devices(program);
-  if (std::any_of(devices.begin(), devices.end(), [](const std::string& d) { return d.rfind("CUDA", 0) == 0; }))
-    return {"cuda", first_gpu(devices)};
+  if (lists_cuda(devices)) return {"cuda", first_gpu(devices)};
   if (requested == "cuda")
     throw Error("--device cuda: " + program + " lists no CUDA device (" +
                 (engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1") + ")");
@@ -60,12 +67,13 @@ DeviceChoice resolve_device(const std::string& requested, const std::string& pro
 }
 
 DeviceChoice planned_device(const std::string& requested, const std::string& program) {
-  const std::string device = requested != "auto" ? requested : engine_built_with_cuda() ? "cuda" : "cpu";
-  if (device != "cuda") return {device, ""};
+  if (requested == "cpu") return {"cpu", ""};
   try {
-    return {device, first_gpu(list_engine_devices(program))};
-  } catch (const Error&) {
-    return {device, ""};
+    const std::vector<std::string> devices = list_engine_devices(program);
+    if (requested == "auto" && !lists_cuda(devices)) return {"cpu", ""};
+    return {"cuda", first_gpu(devices)};
+  } catch (const Error&) {  // no engine to ask: auto follows how it was built
+    return {requested == "auto" && !engine_built_with_cuda() ? "cpu" : "cuda", ""};
   }
 }
 

@@ -24,8 +24,9 @@ struct DeviceChoice {
 // lists no CUDA device.
 DeviceChoice resolve_device(const std::string& requested, const std::string& program);
 
-// For --dry-run: no device is checked; auto follows how the pinned engine was built. With cuda
-// the GPU is the engine's first one if it lists one, else "".
+// For --dry-run: nothing fails. It asks the engine as resolve_device does, so auto plans what a
+// real launch would run; cuda is planned even where the engine lists no CUDA device; an engine
+// that cannot run leaves auto to how the pinned engine was built, with no GPU named.
 DeviceChoice planned_device(const std::string& requested, const std::string& program);
 
 // Whether the pinned engine build (engine.json, embedded at build time) has CUDA.

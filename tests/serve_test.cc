@@ -74,6 +74,11 @@ TEST_F(ServeTest, DryRunPrintsTheExactCommand) {
   RunResult cuda = run(serve_args({"-m", model_, "--dry-run", "--device", "cuda"}), fake_env());
   EXPECT_EQ(cuda.code, 0);
   EXPECT_NE(cuda.out.find(" -ngl 99 --jinja\n"), std::string::npos) << cuda.out;
+  // auto plans what a real launch would run: cuda where the engine lists a CUDA device, else cpu.
+  RunResult plan = run(serve_args({"-m", model_, "--dry-run"}), fake_env({{"FAKE_DEVICES", "CUDA0: Fake GPU (1000 MiB)"}}));
+  EXPECT_NE(plan.out.find(" -ngl 99 --jinja\n"), std::string::npos) << plan.out;
+  plan = run(serve_args({"-m", model_, "--dry-run"}), fake_env());
+  EXPECT_NE(plan.out.find(" -ngl 0 -dev none --jinja\n"), std::string::npos) << plan.out;
 }
 
 // The brief's recipe cases, through the binary: stderr lines and the printed command.
