@@ -562,5 +562,18 @@ TEST(LemonadeConfig, RecipesLikeServe) {
   EXPECT_EQ(bad.err, "1bit lemonade: " + files.file("bad.json") + ": \"recipes\" must be a list\n");
 }
 
+// A GPU recipe reaches a backend on the engine's GPU, not one loaded on the cpu backend.
+TEST(LemonadeConfig, GpuRecipesFollowTheEnginesGpu) {
+  TempDir files;
+  write_file(files.file("r.json"), R"({"recipes": [{"id": "gpu-probe", "match": {"gpu": ["Fake GPU"]},
+                                       "env": {"ONEBIT_GPU_PROBE": "1"}, "measured": "test"}]})");
+  Lemonade l({"--llama-server", fake_backend_binary(), "--recipes", files.file("r.json")},
+             {{"FAKE_DEVICES", "CUDA0: Fake GPU (1000 MiB, 900 MiB free)"}});
+  ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}}).status, 200);
+  EXPECT_EQ(proc_env(l.health()["all_models_loaded"][0]["pid"].get<int>(), "ONEBIT_GPU_PROBE"), "1");
+  ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}, {"llamacpp_backend", "cpu"}}).status, 200);
+  EXPECT_EQ(proc_env(l.health()["all_models_loaded"][0]["pid"].get<int>(), "ONEBIT_GPU_PROBE"), "");
+}
+
 }  // namespace
 }  // namespace onebit::testing
