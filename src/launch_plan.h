@@ -25,7 +25,7 @@ struct LaunchInputs {
   const ModelFacts* drafter = nullptr;    // for --draft / --dflash
   std::string program;                    // the llama-server binary
   std::string device;                     // cpu or cuda (already resolved)
-  std::string gpu;                        // with cuda, the GPU model recipes match ("" unknown)
+  std::string gpu;                        // the engine's GPU model, for recipes ("" unknown)
   int port = 0;                           // the engine's loopback port
   const RecipeSet* recipes = nullptr;     // nullptr: --no-recipes
   std::map<std::string, std::string> environment;  // this process's environment

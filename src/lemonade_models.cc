@@ -129,7 +129,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   in.model = &facts;
   in.program = config_.llama_server;
   in.device = device;
-  in.gpu = device == "cuda" ? auto_device_.gpu : "";
+  in.gpu = auto_device_.gpu;
   in.port = m.port;
   in.recipes = config_.recipes;
   in.environment = current_environment();

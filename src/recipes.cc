@@ -227,8 +227,10 @@ std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_
   const ModelFacts& f = *t.facts;
   if (!ignore_device && m.device && !contains(*m.device, t.device))
     return "device " + t.device + " not in " + bracket(*m.device);
-  if (!ignore_device && m.gpu && !contains(*m.gpu, t.gpu))
-    return "gpu " + (t.gpu.empty() ? std::string("none") : t.gpu) + " not in " + bracket(*m.gpu);
+  if (!ignore_device && m.gpu) {  // a GPU model implies cuda: the GPU counts only there
+    const std::string gpu = t.device == "cuda" ? t.gpu : "";
+    if (!contains(*m.gpu, gpu)) return "gpu " + (gpu.empty() ? std::string("none") : gpu) + " not in " + bracket(*m.gpu);
+  }
   if (m.architecture && !contains(*m.architecture, f.architecture))
     return "architecture " + f.architecture + " not in " + bracket(*m.architecture);
   if (m.moe && *m.moe != f.moe) return std::string("needs ") + (*m.moe ? "a MoE model" : "a dense model");

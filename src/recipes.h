@@ -70,7 +70,7 @@ class RecipeChoice {
 // What a recipe is matched against.
 struct RecipeTarget {
   std::string device;   // cpu, cuda
-  std::string gpu;      // with cuda, the engine's GPU ("NVIDIA H200"); "" on cpu or when unknown
+  std::string gpu;      // the engine's GPU ("NVIDIA H200"; "" unknown), counted only with cuda
   std::string drafter;  // none, draft, dflash, mtp
   const ModelFacts* facts = nullptr;
 };

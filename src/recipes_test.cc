@@ -156,6 +156,10 @@ TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA GeForce RTX 4090", "draft", &llama}),
             "gpu NVIDIA GeForce RTX 4090 not in [NVIDIA H200]");
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "", "draft", &llama}), "gpu none not in [NVIDIA H200]");
+  // A GPU model implies cuda: on the CPU the engine's GPU does not count.
+  Recipe gpu_only = *gemv;
+  gpu_only.match.device.reset();
+  EXPECT_EQ(recipe_mismatch(gpu_only, RecipeTarget{"cpu", "NVIDIA H200", "draft", &llama}), "gpu none not in [NVIDIA H200]");
   // `1bit facts` judges the file alone: neither the device nor the GPU is checked.
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"", "", "draft", &llama}, true), "");
 }
