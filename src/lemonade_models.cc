@@ -74,6 +74,9 @@ ModelManager::ModelManager(Catalog& catalog, ManagerConfig config) : catalog_(ca
   } catch (const Error&) {
     auto_device_ = {"cpu", ""};
   }
+  if (const std::string note = unnamed_gpu_note("1bit lemonade", config_.recipes, auto_device_.device, auto_device_.gpu);
+      !note.empty())
+    std::cerr << note << "\n";
   monitor_ = std::thread(&ModelManager::monitor, this);
 }
 

@@ -84,6 +84,12 @@ std::string recipe_mismatch(const Recipe& recipe, const RecipeTarget& target, bo
 // H200)" (a GPU model implies cuda).
 std::string recipe_devices(const Recipe& recipe);
 
+// Recipes for a GPU model cannot apply on a CUDA device whose model the engine does not name: the
+// line that says so, "<who>: the engine names no GPU model; ...", when `set` has such recipes
+// and `device` is cuda with `gpu` empty; else "".
+std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const std::string& device,
+                             const std::string& gpu);
+
 // The environment as the child will see it: the parent's variables plus those serve adds.
 struct ChildEnv {
   std::map<std::string, std::string> inherited;

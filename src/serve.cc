@@ -132,9 +132,8 @@ int serve(const ServeOptions& o) {
     throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
   const DeviceChoice where = o.dry_run ? planned_device(o.device, program) : resolve_device(o.device, program);
   const std::string& device = where.device;
-  if (recipes != nullptr && device == "cuda" && where.gpu.empty() &&
-      std::any_of(recipes->recipes.begin(), recipes->recipes.end(), [](const Recipe& r) { return r.match.gpu.has_value(); }))
-    std::cerr << "1bit serve: the engine names no GPU model; recipes for a GPU model are left out\n";
+  if (const std::string note = unnamed_gpu_note("1bit serve", recipes, device, where.gpu); !note.empty())
+    std::cerr << note << "\n";
   // Our own port is taken before the engines' are picked, so no engine is handed it.
   Fd listener;
   if (!o.dry_run) listener = listen_tcp(o.host, o.port);

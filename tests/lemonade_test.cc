@@ -573,6 +573,15 @@ TEST(LemonadeConfig, GpuRecipesFollowTheEnginesGpu) {
   EXPECT_EQ(proc_env(l.health()["all_models_loaded"][0]["pid"].get<int>(), "ONEBIT_GPU_PROBE"), "1");
   ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}, {"llamacpp_backend", "cpu"}}).status, 200);
   EXPECT_EQ(proc_env(l.health()["all_models_loaded"][0]["pid"].get<int>(), "ONEBIT_GPU_PROBE"), "");
+  const std::string no_gpu = "1bit lemonade: the engine names no GPU model; recipes for a GPU model are left out\n";
+  EXPECT_EQ(l.process().err().find(no_gpu), std::string::npos) << l.process().err();
+
+  // A CUDA device the engine lists without its model: the recipe cannot apply, and lemonade says so.
+  Lemonade unnamed({"--llama-server", fake_backend_binary(), "--recipes", files.file("r.json")}, {{"FAKE_DEVICES", "CUDA0"}});
+  ASSERT_EQ(unnamed.post("/api/v1/load", {{"model_name", "1bit-tiny"}}).status, 200);
+  EXPECT_EQ(unnamed.health()["all_models_loaded"][0]["device"], "cuda");
+  EXPECT_EQ(proc_env(unnamed.health()["all_models_loaded"][0]["pid"].get<int>(), "ONEBIT_GPU_PROBE"), "");
+  EXPECT_NE(unnamed.process().err().find(no_gpu), std::string::npos) << unnamed.process().err();
 }
 
 }  // namespace
