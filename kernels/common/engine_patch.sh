@@ -9,8 +9,9 @@
 #   kernels/common/engine_patch.sh PACKAGE_DIR        (e.g. kernels/gdn-prefill)
 set -euo pipefail
 package=$(cd "${1:?usage: engine_patch.sh PACKAGE_DIR}" && pwd)
-name=$(sed -n 's/^ *PATCH //p' "$package/CMakeLists.txt")
-read -ra files <<<"$(sed -n 's/^ *PATCH_FILES //p' "$package/CMakeLists.txt")"
+source "$(dirname "$0")/package_field.sh"
+name=$(package_field "$package" PATCH)
+read -ra files <<<"$(package_field "$package" PATCH_FILES)"
 if [ -z "$name" ] || [ ${#files[@]} -eq 0 ]; then
   echo "engine_patch.sh: $package/CMakeLists.txt names no PATCH and PATCH_FILES" >&2
   exit 2

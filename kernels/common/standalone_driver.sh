@@ -9,8 +9,9 @@ set -euo pipefail
 package=$(cd "${1:?usage: standalone_driver.sh PACKAGE_DIR OUT_BINARY}" && pwd)
 out=${2:?usage: standalone_driver.sh PACKAGE_DIR OUT_BINARY}
 common=$(cd "$(dirname "$0")" && pwd)
+source "$common/package_field.sh"
 # The package's sources, as its CMakeLists.txt lists them.
-sources() { sed -n "s/^ *$1 //p" "$package/CMakeLists.txt" | tr ' ' '\n' | sed "s|^|$package/|"; }
+sources() { package_field "$package" "$1" | tr ' ' '\n' | sed "s|^|$package/|"; }
 mapfile -t files < <(sources HOST_SOURCES; sources CUDA_SOURCES)
 nvcc -std=c++17 -O3 -arch=sm_90 -use_fast_math -DKERNELS_NO_ENGINE -I"$common" -I"$package" \
   -Xcompiler -pthread,-static-libstdc++,-static-libgcc \
