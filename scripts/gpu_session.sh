@@ -8,6 +8,9 @@
 #                                    machine is held); `wait-build` waits for it
 #   scripts/gpu_session.sh quick     the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
+#   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
+#                                    product with mma.sync and with wgmma, checked and timed (with
+#                                    its machine code)
 #   scripts/gpu_session.sh profile   each kernel's own time and HBM / SM throughput under Nsight
 #                                    Compute (cold caches), from the drivers built here, and their
 #                                    machine code (cuobjdump, compressed) to study here
@@ -40,7 +43,7 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode}
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode}
 hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
@@ -85,6 +88,12 @@ case $stage in
     done
     grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
+    ;;
+  probe)
+    nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o .gpu/chain_product \
+      kernels/gdn-prefill/probes/chain_product.cu
+    .gpu/chain_product 1000 | tee "$out/chain_product.log"
+    cuobjdump -sass .gpu/chain_product | xz -6 >"$out/chain_product.sass.xz" || true
     ;;
   profile)
     metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
@@ -192,7 +201,7 @@ case $stage in
     wc -l "$out"/ncu-decode-*.csv
     ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode" >&2
     exit 2
     ;;
 esac

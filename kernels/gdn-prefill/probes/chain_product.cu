@@ -1,0 +1,290 @@
+// The scan's chain product on one SM, measured three ways, to decide whether the scan should move
+// from mma.sync to wgmma (program.md, "Where the 10x target stands"):
+//
+//   U (64 x 32) += W (64 x 128) S (128 x 32), float accuracy through the 3xTF32 split, repeated R
+//   times by one CTA, each repetition after the one before and a barrier (as the scan's chain is).
+//
+//   mma      the scan's way today (v3): 8 warps of mma.sync m16n8k8, W's fragments loaded from
+//            shared memory and split per fragment, S kept split as (high, rest) pairs.
+//   regs     the same mma.sync instructions with operands that stay in registers: what mma.sync
+//            costs when nothing else does (the tensor pipe's bound for this product).
+//   wgmma    one warpgroup (128 threads) of wgmma m64n32k8 reading split W and S straight from
+//            shared memory (no swizzle, K-major), three products a k step into one accumulator;
+//            "1xTF32" the high parts alone (one product a k step: below the accuracy bar, for
+//            the tensor rate).
+//
+// Every SM runs one CTA, as the scan does. Each variant's result (R = 1) is checked against a
+// float64 product (SNR); wgmma's is run under both readings of the descriptor's two byte offsets
+// (which of them steps along K): the PTX ISA's, LBO along K, must match, and the exit status says
+// whether it and the mma form kept float accuracy (100 dB). Times: cycles per product (clock64 in
+// each CTA, median over the CTAs) and the kernel's wall time.
+//
+// Build and run on the GPU machine (sm_90a: wgmma exists only there):
+//   nvcc -std=c++17 -O3 -arch=sm_90a -o .gpu/chain_product kernels/gdn-prefill/probes/chain_product.cu
+//   .gpu/chain_product [REPS]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace {
+
+constexpr int M = 64, K = 128, N = 32;
+constexpr int kLdW = K + 4;     // floats: v3's padded row stride for W
+constexpr int kLdS = N + 4;     // pairs: v3's row stride for the split state
+constexpr int kSms = 132;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "chain_product: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+__device__ __forceinline__ float tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const float (&a)[4], const float (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
+        "r"(__float_as_uint(b[0])), "r"(__float_as_uint(b[1])));
+}
+
+// out[blockIdx.x] gets the cycles per product since `start` (clock64()).
+__device__ void record_cycles(long long start, long long* out, int reps) {
+  if (threadIdx.x == 0) out[blockIdx.x] = (clock64() - start) / reps;
+}
+
+// mma / regs: 8 warps; warp w owns rows 16 (w / 2) .. + 16 and columns 16 (w % 2) .. + 16 of U.
+template <bool kFromShared>
+__global__ void __launch_bounds__(256, 1) mma_product(const float* w, const float* s, float* u, long long* cycles,
+                                                       int reps) {
+  extern __shared__ float4 smem4[];
+  float* ws = reinterpret_cast<float*>(smem4);   // [M][kLdW]
+  float2* ss = reinterpret_cast<float2*>(ws + M * kLdW);  // [K][kLdS] (high, rest)
+  for (int i = threadIdx.x; i < M * K; i += blockDim.x) ws[(i / K) * kLdW + i % K] = w[i];
+  for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
+    const float v = s[i], hi = tf32(v);
+    ss[(i / N) * kLdS + i % N] = float2{hi, v - hi};
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = lane >> 2, q = lane & 3;
+  const int row0 = 16 * (warp / 2), col0 = 16 * (warp % 2);
+  float acc[2][2][3][4] = {};  // [k step parity][column tile][hh, lh, hl][element]
+  // regs: one fragment of each operand, loaded once, stands for all of them.
+  float ra[4], rb[2][2];
+  for (int e = 0; e < 4; ++e) ra[e] = ws[(row0 + r + 8 * (e & 1)) * kLdW + q + 4 * (e >> 1)];
+  for (int j = 0; j < 2; ++j) rb[j][0] = ss[q * kLdS + col0 + 8 * j + r].x, rb[j][1] = ss[(q + 4) * kLdS + col0 + 8 * j + r].x;
+  const long long start = clock64();
+  for (int rep = 0; rep < reps; ++rep) {
+    for (int k0 = 0; k0 < K; k0 += 16) {
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int k = k0 + 8 * p;
+        float a[4], ah[4], al[4];
+        if (kFromShared) {
+          for (int e = 0; e < 4; ++e) a[e] = ws[(row0 + r + 8 * (e & 1)) * kLdW + k + q + 4 * (e >> 1)];
+        } else {
+          for (int e = 0; e < 4; ++e) a[e] = ra[e];
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ah[e] = tf32(a[e]), al[e] = a[e] - ah[e];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float bh[2], bl[2];
+          if (kFromShared) {
+            const float2 b0 = ss[(k + q) * kLdS + col0 + 8 * j + r], b1 = ss[(k + q + 4) * kLdS + col0 + 8 * j + r];
+            bh[0] = b0.x, bh[1] = b1.x, bl[0] = b0.y, bl[1] = b1.y;
+          } else {
+            bh[0] = rb[j][0], bh[1] = rb[j][1], bl[0] = 0, bl[1] = 0;
+          }
+          mma(acc[p][j][0], ah, bh);
+          mma(acc[p][j][1], al, bh);
+          mma(acc[p][j][2], ah, bl);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  record_cycles(start, cycles, reps);
+  for (int j = 0; j < 2; ++j)
+    for (int e = 0; e < 4; ++e) {
+      float v = 0;
+      for (int p = 0; p < 2; ++p) v += acc[p][j][0][e] + (acc[p][j][1][e] + acc[p][j][2][e]);
+      u[(row0 + r + 8 * (e >> 1)) * N + col0 + 8 * j + 2 * q + (e & 1)] = v;
+    }
+}
+
+// wgmma's operand layout without swizzle: 8 x 4 "core matrices" of 16-byte rows, 128 bytes each.
+// Element (row, k) of a K-major operand with K columns; the cores of one 8-row group follow each
+// other along K (128 bytes apart), and the groups are K / 4 cores (K * 32 bytes) apart.
+__host__ __device__ constexpr int core_index(int row, int k, int cols) {
+  return ((row / 8) * (cols / 4) + k / 4) * 32 + (row % 8) * 4 + k % 4;
+}
+
+// The shared-memory matrix descriptor: start address, the two byte offsets (bits 16-29 and
+// 32-45), all in 16-byte units; no swizzle (bits 62-63 zero).
+__device__ __forceinline__ uint64_t descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(at));
+  return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
+}
+
+__device__ __forceinline__ void wgmma_m64n32k8(float (&d)[16], uint64_t a, uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1, 1, 1;"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b));
+}
+
+// wgmma: one warpgroup. k_along_lbo picks which byte offset steps along K (the other steps from
+// one 8-row group to the next).
+// kSplit false: the high parts alone (plain TF32, one product a k step), for the tensor rate.
+template <bool kSplit>
+__global__ void __launch_bounds__(128, 1) wgmma_product(const float* w, const float* s, float* u, long long* cycles,
+                                                         int reps, bool k_along_lbo) {
+  extern __shared__ float4 smem4[];
+  float* wh = reinterpret_cast<float*>(smem4);  // W: M rows of K (K-major), high parts
+  float* wl = wh + M * K;                        // ... and rests
+  float* sh = wl + M * K;                        // S^T: N rows of K (K-major), high parts
+  float* sl = sh + N * K;
+  for (int i = threadIdx.x; i < M * K; i += blockDim.x) {
+    const float v = w[i], hi = tf32(v);
+    wh[core_index(i / K, i % K, K)] = hi;
+    wl[core_index(i / K, i % K, K)] = v - hi;
+  }
+  for (int i = threadIdx.x; i < K * N; i += blockDim.x) {  // s is K x N row-major: element (k, n)
+    const float v = s[i], hi = tf32(v);
+    sh[core_index(i % N, i / N, K)] = hi;
+    sl[core_index(i % N, i / N, K)] = v - hi;
+  }
+  // Ordinary stores, read next by the asynchronous proxy (wgmma).
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const uint32_t along_k = 128, across = K * 32;
+  const uint32_t lbo = k_along_lbo ? along_k : across, sbo = k_along_lbo ? across : along_k;
+  float d[16] = {};
+  const long long start = clock64();
+  for (int rep = 0; rep < reps; ++rep) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < K; k += 8) {
+      const int at = core_index(0, k, K);  // a k step is two cores along K
+      if (kSplit) {
+        wgmma_m64n32k8(d, descriptor(wl + at, lbo, sbo), descriptor(sh + at, lbo, sbo));
+        wgmma_m64n32k8(d, descriptor(wh + at, lbo, sbo), descriptor(sl + at, lbo, sbo));
+      }
+      wgmma_m64n32k8(d, descriptor(wh + at, lbo, sbo), descriptor(sh + at, lbo, sbo));
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    __syncthreads();
+  }
+  record_cycles(start, cycles, reps);
+  // The accumulator: warp w holds rows 16 w .. + 16; per 8 columns j the m16n8 C fragment.
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = lane >> 2, q = lane & 3;
+  for (int j = 0; j < N / 8; ++j)
+    for (int e = 0; e < 4; ++e) u[(16 * warp + r + 8 * (e >> 1)) * N + 8 * j + 2 * q + (e & 1)] = d[4 * j + e];
+}
+
+struct Result {
+  double snr_db;
+  double cycles;  // per product, median over the CTAs
+  float ms;
+};
+
+template <class Launch>
+Result run(Launch launch, const std::vector<double>& want, float* d_u, long long* d_cycles, int reps) {
+  std::vector<float> got(M * N);
+  launch(1);
+  check(cudaGetLastError(), "launch");
+  check(cudaMemcpy(got.data(), d_u, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "result");
+  double sig = 0, err = 0;
+  for (int i = 0; i < M * N; ++i) sig += want[i] * want[i], err += (got[i] - want[i]) * (got[i] - want[i]);
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
+  launch(reps);  // warm
+  check(cudaEventRecord(e0), "event");
+  launch(reps);
+  check(cudaEventRecord(e1), "event");
+  check(cudaEventSynchronize(e1), "timing");
+  Result r{err == 0 ? 999.0 : 10 * std::log10(sig / err), 0, 0};
+  check(cudaEventElapsedTime(&r.ms, e0, e1), "elapsed");
+  std::vector<long long> cycles(kSms);
+  check(cudaMemcpy(cycles.data(), d_cycles, cycles.size() * sizeof(long long), cudaMemcpyDeviceToHost), "cycles");
+  std::sort(cycles.begin(), cycles.end());
+  r.cycles = static_cast<double>(cycles[kSms / 2]);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1000;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(M * K), s(K * N);
+  for (float& x : w) x = normal(rng);
+  for (float& x : s) x = normal(rng);
+  std::vector<double> want(M * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) want[i * N + j] += double(w[i * K + k]) * s[k * N + j];
+
+  float *d_w, *d_s, *d_u;
+  long long* d_cycles;
+  check(cudaMalloc(&d_w, w.size() * 4), "alloc");
+  check(cudaMalloc(&d_s, s.size() * 4), "alloc");
+  check(cudaMalloc(&d_u, M * N * 4), "alloc");
+  check(cudaMalloc(&d_cycles, kSms * sizeof(long long)), "alloc");
+  check(cudaMemcpy(d_w, w.data(), w.size() * 4, cudaMemcpyHostToDevice), "upload");
+  check(cudaMemcpy(d_s, s.data(), s.size() * 4, cudaMemcpyHostToDevice), "upload");
+
+  // At least 116 KB each, so that no SM holds two CTAs (the scan keeps one an SM).
+  const int mma_smem = std::max(M * kLdW * 4 + K * kLdS * 8, 116 << 10);
+  const int wgmma_smem = std::max(2 * (M + N) * K * 4, 116 << 10);
+  check(cudaFuncSetAttribute(mma_product<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma_smem), "attr");
+  check(cudaFuncSetAttribute(mma_product<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma_smem), "attr");
+  check(cudaFuncSetAttribute(wgmma_product<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, wgmma_smem), "attr");
+  check(cudaFuncSetAttribute(wgmma_product<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, wgmma_smem), "attr");
+
+  std::printf("product %dx%dx%d, 3xTF32, %d repetitions a CTA, one CTA on each of %d SMs\n", M, K, N, reps, kSms);
+  auto report = [&](const char* name, const Result& r, bool checked) {
+    std::printf("%-16s snr %6.1f dB%s  cycles/product %8.0f  kernel %8.3f ms\n", name, r.snr_db,
+                checked ? "" : " (regs: one fragment stands for all; not a product)", r.cycles, r.ms);
+  };
+  const Result mma = run([&](int n) { mma_product<true><<<kSms, 256, mma_smem>>>(d_w, d_s, d_u, d_cycles, n); },
+                         want, d_u, d_cycles, reps);
+  report("mma", mma, true);
+  report("regs", run([&](int n) { mma_product<false><<<kSms, 256, mma_smem>>>(d_w, d_s, d_u, d_cycles, n); }, want,
+                     d_u, d_cycles, reps),
+         false);
+  double wgmma_snr = 0;  // with the documented reading: LBO steps along K
+  for (bool k_along_lbo : {true, false}) {
+    const Result r = run(
+        [&](int n) { wgmma_product<true><<<kSms, 128, wgmma_smem>>>(d_w, d_s, d_u, d_cycles, n, k_along_lbo); }, want,
+        d_u, d_cycles, reps);
+    report(k_along_lbo ? "wgmma K=LBO" : "wgmma K=SBO", r, true);
+    if (k_along_lbo) wgmma_snr = r.snr_db;
+  }
+  report("wgmma 1xTF32", run([&](int n) { wgmma_product<false><<<kSms, 128, wgmma_smem>>>(d_w, d_s, d_u, d_cycles, n, true); },
+                             want, d_u, d_cycles, reps),
+         true);
+  // A check as well as a probe: the mma form and wgmma with the documented layout keep float accuracy.
+  const bool pass = mma.snr_db >= 100 && wgmma_snr >= 100;
+  std::printf("%s\n", pass ? "pass" : "FAIL: mma or wgmma K=LBO below 100 dB");
+  return pass ? 0 : 1;
+}
