@@ -26,6 +26,19 @@
 //   ready_wait(counter, count)               the block waits until the counter reaches count (all
 //                                            threads call it); what the signalling blocks wrote
 //                                            is then visible to loads that bypass L1 (cp.async.cg)
+//   shared_descriptor(at, lbo, sbo)          wgmma's descriptor of a K-major operand without
+//                                            swizzle at `at` (dynamic shared memory): 8-row core
+//                                            matrices of 16-byte rows, the two of a k step lbo
+//                                            bytes apart, 8-row groups sbo apart
+//   wgmma_tf32<N>(d, a, b, accumulate)       wgmma m64nNk8 f32.tf32 (N 16 or 32), every thread of
+//                                            the warpgroup: d (N / 2 floats) = A B^T (+ d), both
+//                                            from descriptors; sm_90a only (elsewhere a trap)
+//   wgmma_fence(d), wgmma_commit(), wgmma_wait<N>(d)   before a batch on accumulator d (after
+//                                            d was touched), close the batch, wait until at most
+//                                            N batches are in flight (before reading d or
+//                                            reusing the operands)
+//   fence_proxy_async()                      after writing wgmma operands with ordinary stores
+//                                            or cp.async, before the barrier ahead of the wgmma
 #pragma once
 
 #include <cuda_runtime.h>
@@ -64,6 +77,20 @@ inline void launch_dependents() {}
 inline void wait_for_primary() {}
 inline void ready_signal(int* counter) { ::cuda_emu::ready_signal(counter); }
 inline void ready_wait(const int* counter, int count) { ::cuda_emu::ready_wait(counter, count); }
+inline uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
+  return ::cuda_emu::shared_descriptor(at, lbo, sbo);
+}
+template <int N>
+inline void wgmma_tf32(float (&d)[N / 2], uint64_t a, uint64_t b, bool accumulate) {
+  ::cuda_emu::wgmma_tf32(d, N, a, b, accumulate);
+}
+// The emulated wgmma completes at once: nothing to fence or wait for.
+template <int R>
+inline void wgmma_fence(float (&)[R]) {}
+inline void wgmma_commit() {}
+template <int N, int R>
+inline void wgmma_wait(float (&)[R]) {}
+inline void fence_proxy_async() {}
 
 #else
 
@@ -178,6 +205,62 @@ __device__ __forceinline__ void ready_wait(const int* counter, int count) {
     __nanosleep(256);
   });
   __syncthreads();
+}
+
+// wgmma exists only on sm_90a (ptxas refuses it for plain sm_90): elsewhere a trap, and callers
+// dispatch to it only on a build for sm_90a.
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ONEBIT_SM90A_ONLY(...) __VA_ARGS__
+#else
+#define ONEBIT_SM90A_ONLY(...) __trap()
+#endif
+__device__ __forceinline__ uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(at));
+  return uint64_t{(a & 0x3FFFF) >> 4} | (uint64_t{(lbo & 0x3FFFF) >> 4} << 16) | (uint64_t{(sbo & 0x3FFFF) >> 4} << 32);
+}
+template <int N>
+__device__ __forceinline__ void wgmma_tf32(float (&d)[N / 2], uint64_t a, uint64_t b, bool accumulate);
+template <>
+__device__ __forceinline__ void wgmma_tf32<16>(float (&d)[8], uint64_t a, uint64_t b, bool accumulate) {
+  ONEBIT_SM90A_ONLY(asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(a), "l"(b), "r"(int{accumulate})));
+}
+template <>
+__device__ __forceinline__ void wgmma_tf32<32>(float (&d)[16], uint64_t a, uint64_t b, bool accumulate) {
+  ONEBIT_SM90A_ONLY(asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(int{accumulate})));
+}
+// The empty asm ties each accumulator register to the fence or wait beside it, so the compiler
+// moves no ordinary access of d across them.
+template <int R>
+__device__ __forceinline__ void pin_registers(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int R>
+__device__ __forceinline__ void wgmma_fence(float (&d)[R]) {
+  pin_registers(d);
+  ONEBIT_SM90A_ONLY(asm volatile("wgmma.fence.sync.aligned;" ::: "memory"));
+  pin_registers(d);
+}
+__device__ __forceinline__ void wgmma_commit() {
+  ONEBIT_SM90A_ONLY(asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"));
+}
+template <int N, int R>
+__device__ __forceinline__ void wgmma_wait(float (&d)[R]) {
+  ONEBIT_SM90A_ONLY(asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"));
+  pin_registers(d);
+}
+__device__ __forceinline__ void fence_proxy_async() {
+  ONEBIT_SM90A_ONLY(asm volatile("fence.proxy.async.shared::cta;" ::: "memory"));
 }
 
 #endif

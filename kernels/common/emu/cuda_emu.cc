@@ -105,6 +105,11 @@ struct WarpSlot {
   int out[4] = {};
   float fout4[4] = {};
   float fout = 0;
+  // wgmma: the operands' descriptors, the width, whether D accumulates, and the thread's D.
+  uint64_t desc[2] = {};
+  int n = 0;
+  bool accumulate = false;
+  float* d = nullptr;
 };
 
 uint32_t bits_of(float x) {
@@ -118,7 +123,7 @@ float float_of(uint32_t u) {
   return x;
 }
 float tf32_truncated(float x) { return float_of(bits_of(x) & 0xffffe000u); }
-constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4, kSyncWarp = 5;
+constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4, kSyncWarp = 5, kWgmmaTf32 = 6;
 
 struct PendingCopy {
   void* dst;
@@ -206,12 +211,67 @@ std::string block_name() {
   return "block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
 }
 
+// One operand of wgmma as its descriptor says: element (row, k) of `rows` rows and k < 8, read as
+// TF32. Empty (after a problem line) when the descriptor does not fit the block's shared memory.
+std::vector<float> wgmma_operand(uint64_t desc, int rows) {
+  Emulator& e = emu();
+  const size_t start = (desc & 0x3FFF) << 4, lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+  if (desc >> 62 != 0) {
+    problem(block_name() + ": a wgmma descriptor with swizzling, which the emulator does not model");
+    return {};
+  }
+  std::vector<float> m(static_cast<size_t>(rows) * 8);
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < 8; ++k) {
+      const size_t at = start + (r / 8) * sbo + (k / 4) * lbo + (r % 8) * 16 + (k % 4) * 4;
+      if (at + 4 > e.shared.size()) {
+        problem(block_name() + ": a wgmma operand reaches past the dynamic shared memory");
+        return {};
+      }
+      float v;
+      std::memcpy(&v, e.shared.data() + at, 4);
+      m[static_cast<size_t>(r) * 8 + k] = tf32_truncated(v);
+    }
+  return m;
+}
+
+// Completes a wgmma when all four warps of the warpgroup holding warp `w` are at it.
+bool finish_wgmma(int w, int threads) {
+  Emulator& e = emu();
+  const int first = w / 4 * 128, last = first + 128;
+  if (last > threads) return false;
+  const WarpSlot& lead = e.fibers[first].slot;
+  for (int t = first; t < last; ++t) {
+    const WarpSlot& s = e.fibers[t].slot;
+    if (e.fibers[t].state != State::kWarpOp || s.op != kWgmmaTf32) return false;
+    if (s.desc[0] != lead.desc[0] || s.desc[1] != lead.desc[1] || s.n != lead.n || s.accumulate != lead.accumulate) {
+      problem(block_name() + ": the threads of a warpgroup give one wgmma different operands");
+      break;
+    }
+  }
+  const std::vector<float> a = wgmma_operand(lead.desc[0], 64), b = wgmma_operand(lead.desc[1], lead.n);
+  if (!a.empty() && !b.empty())
+    for (int t = first; t < last; ++t) {
+      const WarpSlot& s = e.fibers[t].slot;
+      const int l = t % 32;
+      for (int i = 0; i < s.n / 2; ++i) {
+        const int row = 16 * (t / 32 % 4) + l / 4 + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+        float sum = s.accumulate ? s.d[i] : 0.0f;
+        for (int k = 0; k < 8; ++k) sum += a[static_cast<size_t>(row) * 8 + k] * b[static_cast<size_t>(col) * 8 + k];
+        s.d[i] = sum;
+      }
+    }
+  for (int t = first; t < last; ++t) e.fibers[t].state = State::kRunnable;
+  return true;
+}
+
 // Completes the warp-wide operation every thread of warp `w` waits at; false when the warp is
 // not all there (divergence).
 bool finish_warp_op(int w, int threads) {
   Emulator& e = emu();
   const int first = w * 32, last = std::min(threads, first + 32);
   const int op = e.fibers[first].slot.op;
+  if (op == kWgmmaTf32) return finish_wgmma(w, threads);
   for (int t = first; t < last; ++t)
     if (e.fibers[t].state != State::kWarpOp || e.fibers[t].slot.op != op) return false;
   if (last - first != 32) return false;  // a partial warp: our kernels never use one
@@ -460,6 +520,30 @@ void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, flo
   std::copy(in, in + 10, s.fin);
   yield(State::kWarpOp);
   std::copy(s.fout4, s.fout4 + 4, d);
+}
+
+uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
+  Emulator& e = emu();
+  const auto* p = static_cast<const unsigned char*>(at);
+  if (p < e.shared.data() || p >= e.shared.data() + e.shared.size()) {
+    problem(block_name() + ": a wgmma operand outside the dynamic shared memory");
+    return 0;
+  }
+  const uint64_t offset = static_cast<uint64_t>(p - e.shared.data());
+  if ((offset | lbo | sbo) % 16 != 0) problem(block_name() + ": a wgmma descriptor not in 16-byte steps");
+  return ((offset & 0x3FFFF) >> 4) | (uint64_t{(lbo & 0x3FFFF) >> 4} << 16) | (uint64_t{(sbo & 0x3FFFF) >> 4} << 32);
+}
+
+void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate) {
+  Emulator& e = emu();
+  WarpSlot& s = e.fibers[e.current].slot;
+  s.op = kWgmmaTf32;
+  s.desc[0] = a;
+  s.desc[1] = b;
+  s.n = n;
+  s.accumulate = accumulate;
+  s.d = d;
+  yield(State::kWarpOp);
 }
 
 float round_to_tf32(float x) {

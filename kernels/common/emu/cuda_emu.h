@@ -76,7 +76,7 @@ cudaError_t take_last_error();
 void syncthreads(const char* file, int line);
 void* dynamic_shared();
 
-// Warp-wide operations: every thread of the warp must arrive.
+// Warp-wide operations: every thread of the warp must arrive (wgmma_tf32: of the warpgroup).
 void syncwarp();
 float shfl_xor(float v, int mask);
 int shfl_xor(int v, int mask);
@@ -86,6 +86,17 @@ void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: the operands' low 13 mantissa bits are
 // ignored, as the hardware does; products are exact in float, summed in k order onto C.
 void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, float b0, float b1, const float (&c)[4]);
+// wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 with both operands in dynamic shared memory:
+// D (64 x n) = A (64 x 8) B^T (B given as n rows of 8), plus D when `accumulate`. A and B are
+// K-major without swizzle: 8-row core matrices of 16-byte rows, the two of a k step `lbo` bytes
+// apart and the 8-row groups `sbo` apart, as the descriptors (shared_descriptor) say. Every thread
+// of a warpgroup (four warps from a multiple of four) calls it with the same descriptors; thread
+// t's d[i] is row 16 (t / 32 % 4) + t % 32 / 4 + 8 (i / 2 % 2), column 8 (i / 4) + 2 (t % 4) +
+// i % 2. Operands are read as TF32 (low bits dropped) and summed in k order in float. Computed at
+// once when the warpgroup meets; on the GPU the result may land any time before the wait.
+uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo);
+void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate);
+
 // cvt.rna.tf32.f32: round to 10 mantissa bits, ties away from zero.
 float round_to_tf32(float x);
 

@@ -19,10 +19,13 @@
 // whether it and the mma form kept float accuracy (100 dB). Times: cycles per product (clock64 in
 // each CTA, median over the CTAs) and the kernel's wall time.
 //
+// Its wgmma goes through device.cuh, as a kernel's would: the run checks those wrappers too.
 // Build and run on the GPU machine (sm_90a: wgmma exists only there):
-//   nvcc -std=c++17 -O3 -arch=sm_90a -o .gpu/chain_product kernels/gdn-prefill/probes/chain_product.cu
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels/common \
+//     -o .gpu/chain_product kernels/gdn-prefill/probes/chain_product.cu
 //   .gpu/chain_product [REPS]
-#include <cuda_runtime.h>
+#include "device.cuh"
+#include "driver_util.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -39,26 +42,11 @@ constexpr int kLdW = K + 4;     // floats: v3's padded row stride for W
 constexpr int kLdS = N + 4;     // pairs: v3's row stride for the split state
 constexpr int kSms = 132;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "chain_product: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(2);
-  }
-}
+void check(cudaError_t e, const char* what) { kernels::check_cuda(e, what, "chain_product"); }
 
-__device__ __forceinline__ float tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
-
+// d += a b on one m16n8k8 (device.cuh's instruction, accumulating in place).
 __device__ __forceinline__ void mma(float (&d)[4], const float (&a)[4], const float (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
-        "r"(__float_as_uint(b[0])), "r"(__float_as_uint(b[1])));
+  mma_tf32_m16n8k8(d, a[0], a[1], a[2], a[3], b[0], b[1], d);
 }
 
 // out[blockIdx.x] gets the cycles per product since `start` (clock64()).
@@ -75,7 +63,7 @@ __global__ void __launch_bounds__(256, 1) mma_product(const float* w, const floa
   float2* ss = reinterpret_cast<float2*>(ws + M * kLdW);  // [K][kLdS] (high, rest)
   for (int i = threadIdx.x; i < M * K; i += blockDim.x) ws[(i / K) * kLdW + i % K] = w[i];
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
-    const float v = s[i], hi = tf32(v);
+    const float v = s[i], hi = to_tf32(v);
     ss[(i / N) * kLdS + i % N] = float2{hi, v - hi};
   }
   __syncthreads();
@@ -99,7 +87,7 @@ __global__ void __launch_bounds__(256, 1) mma_product(const float* w, const floa
           for (int e = 0; e < 4; ++e) a[e] = ra[e];
         }
 #pragma unroll
-        for (int e = 0; e < 4; ++e) ah[e] = tf32(a[e]), al[e] = a[e] - ah[e];
+        for (int e = 0; e < 4; ++e) ah[e] = to_tf32(a[e]), al[e] = a[e] - ah[e];
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           float bh[2], bl[2];
@@ -133,22 +121,6 @@ __host__ __device__ constexpr int core_index(int row, int k, int cols) {
   return ((row / 8) * (cols / 4) + k / 4) * 32 + (row % 8) * 4 + k % 4;
 }
 
-// The shared-memory matrix descriptor: start address, the two byte offsets (bits 16-29 and
-// 32-45), all in 16-byte units; no swizzle (bits 62-63 zero).
-__device__ __forceinline__ uint64_t descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(at));
-  return uint64_t((a & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32);
-}
-
-__device__ __forceinline__ void wgmma_m64n32k8(float (&d)[16], uint64_t a, uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1, 1, 1;"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b));
-}
-
 // wgmma: one warpgroup. k_along_lbo picks which byte offset steps along K (the other steps from
 // one 8-row group to the next).
 // kSplit false: the high parts alone (plain TF32, one product a k step), for the tensor rate.
@@ -161,35 +133,34 @@ __global__ void __launch_bounds__(128, 1) wgmma_product(const float* w, const fl
   float* sh = wl + M * K;                        // S^T: N rows of K (K-major), high parts
   float* sl = sh + N * K;
   for (int i = threadIdx.x; i < M * K; i += blockDim.x) {
-    const float v = w[i], hi = tf32(v);
+    const float v = w[i], hi = to_tf32(v);
     wh[core_index(i / K, i % K, K)] = hi;
     wl[core_index(i / K, i % K, K)] = v - hi;
   }
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {  // s is K x N row-major: element (k, n)
-    const float v = s[i], hi = tf32(v);
+    const float v = s[i], hi = to_tf32(v);
     sh[core_index(i % N, i / N, K)] = hi;
     sl[core_index(i % N, i / N, K)] = v - hi;
   }
-  // Ordinary stores, read next by the asynchronous proxy (wgmma).
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  fence_proxy_async();  // ordinary stores, read next by wgmma
   __syncthreads();
   const uint32_t along_k = 128, across = K * 32;
   const uint32_t lbo = k_along_lbo ? along_k : across, sbo = k_along_lbo ? across : along_k;
   float d[16] = {};
   const long long start = clock64();
   for (int rep = 0; rep < reps; ++rep) {
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    wgmma_fence(d);
 #pragma unroll
     for (int k = 0; k < K; k += 8) {
       const int at = core_index(0, k, K);  // a k step is two cores along K
       if (kSplit) {
-        wgmma_m64n32k8(d, descriptor(wl + at, lbo, sbo), descriptor(sh + at, lbo, sbo));
-        wgmma_m64n32k8(d, descriptor(wh + at, lbo, sbo), descriptor(sl + at, lbo, sbo));
+        wgmma_tf32<N>(d, shared_descriptor(wl + at, lbo, sbo), shared_descriptor(sh + at, lbo, sbo), true);
+        wgmma_tf32<N>(d, shared_descriptor(wh + at, lbo, sbo), shared_descriptor(sl + at, lbo, sbo), true);
       }
-      wgmma_m64n32k8(d, descriptor(wh + at, lbo, sbo), descriptor(sh + at, lbo, sbo));
+      wgmma_tf32<N>(d, shared_descriptor(wh + at, lbo, sbo), shared_descriptor(sh + at, lbo, sbo), true);
     }
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    wgmma_commit();
+    wgmma_wait<0>(d);
     __syncthreads();
   }
   record_cycles(start, cycles, reps);
