@@ -13,6 +13,6 @@ source "$common/package_field.sh"
 # The package's sources, as its CMakeLists.txt lists them.
 sources() { package_field "$package" "$1" | tr ' ' '\n' | sed "s|^|$package/|"; }
 mapfile -t files < <(sources HOST_SOURCES; sources CUDA_SOURCES)
-nvcc -std=c++17 -O3 -arch=sm_90 -use_fast_math -DKERNELS_NO_ENGINE -I"$common" -I"$package" \
+nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -use_fast_math -DKERNELS_NO_ENGINE -I"$common" -I"$package" \
   -Xcompiler -pthread,-static-libstdc++,-static-libgcc \
   "${files[@]}" "$common/accuracy.cc" -o "$out"

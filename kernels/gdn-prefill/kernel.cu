@@ -1,9 +1,10 @@
-// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in four variants: v1 does every
+// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in five variants: v1 does every
 // product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
 // 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
 // float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
 // state tile and U kept split in shared memory (Cells<true>), two prep CTAs per SM and the K > 1
-// snapshots as tensor-core products; v4 is v3 with O taken out of the scan (below).
+// snapshots as tensor-core products; v4 is v3 with O taken out of the scan (below); v5 is v4 with
+// the scan's products on wgmma (sm_90a), every operand split once in shared memory.
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -65,7 +66,7 @@ Scratch carve(const GdnArgs& a, void* base, Variant v) {
   s.w = reinterpret_cast<float*>(s.g + units * C);
   s.u = s.w + units * C * a.S;
   s.p = s.u + units * C * a.S;
-  const bool apart = v == Variant::kOutputApart;
+  const bool apart = v == Variant::kOutputApart || v == Variant::kWgmma;
   s.states = apart ? s.p + units * C * C : nullptr;
   s.ready = apart ? reinterpret_cast<int*>(s.states + units * a.S * a.S) : nullptr;
   return s;
@@ -659,6 +660,229 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
   }
 }
 
+// v5: v4's sequential chain on wgmma (sm_90a). A CTA owns 32 value columns of one head, as in v3;
+// each of its two warpgroups owns 16 of them and runs both of the chain's products for them:
+//   U = U' - W S          wgmma m64n16k8: A = W (C x D), B = S^T (16 x D)
+//   S <- e^{G_last} S + K~^T U   D / 64 x wgmma m64n16k8: A = K~^T (D x C), B = U^T (16 x C)
+// Every operand sits in shared memory split into TF32 high parts and rests, K-major in wgmma's
+// core matrices (wg_core), so the 3xTF32 products need no fragment loads and no splits per warp:
+// W and K~^T are split once per chunk by the whole CTA (one buffer serves both in turn), S^T and
+// U^T as they are written. O is left to gdn_out, as in v4.
+constexpr int kTileV5 = 32;  // value columns per v5 scan CTA: two warpgroups of 16
+
+// Where element (row, k) of a K-major operand with `cols` columns sits: 8 x 4 core matrices of
+// 128 bytes, the ones of an 8-row group in k order, the groups cols / 4 cores apart. A k step of 8
+// is two cores, 128 bytes apart (the descriptor's lbo); the groups are cols * 32 bytes apart (sbo).
+__device__ __forceinline__ int wg_core(int row, int k, int cols) {
+  return ((row >> 3) * (cols >> 2) + (k >> 2)) * 32 + (row & 7) * 4 + (k & 3);
+}
+
+// A split operand: high parts at hi, rests at hi + rows * cols.
+struct WgSplit {
+  float* hi;
+  int rows, cols;
+  __device__ __forceinline__ void set(int row, int k, float v) const {
+    const float h = to_tf32(v);
+    const int at = wg_core(row, k, cols);
+    hi[at] = h;
+    hi[rows * cols + at] = v - h;
+  }
+  __device__ __forceinline__ float get(int row, int k) const {
+    const int at = wg_core(row, k, cols);
+    return hi[at] + hi[rows * cols + at];
+  }
+  // The descriptors of the 64 (A) or 16 (B) rows from row0 at k step k0, high parts or rests.
+  __device__ __forceinline__ uint64_t desc(int row0, int k0, bool rest) const {
+    return shared_descriptor(hi + (rest ? rows * cols : 0) + wg_core(row0, k0, cols), 128, cols * 32);
+  }
+};
+
+// acc (+)= A[a_row0 ..][0 .. k_end) B[b_row0 .. + 16)[0 .. k_end)^T in 3xTF32: three wgmma a k
+// step into one accumulator (the rests' products first, while the sum is small).
+__device__ __forceinline__ void wg_product(float (&acc)[8], const WgSplit& a, int a_row0, const WgSplit& b, int b_row0,
+                                           int k_end, bool accumulate) {
+  for (int k0 = 0; k0 < k_end; k0 += 8) {
+    wgmma_tf32<16>(acc, a.desc(a_row0, k0, true), b.desc(b_row0, k0, false), accumulate || k0 > 0);
+    wgmma_tf32<16>(acc, a.desc(a_row0, k0, false), b.desc(b_row0, k0, true), true);
+    wgmma_tf32<16>(acc, a.desc(a_row0, k0, false), b.desc(b_row0, k0, false), true);
+  }
+}
+
+// Where register e (0..7) of a thread's m64n16 accumulator lies: row within the 64, column
+// within the 16 (the PTX ISA's layout; thread t of the warpgroup).
+__device__ __forceinline__ int wg_row(int t, int e) { return 16 * (t >> 5) + ((t & 31) >> 2) + 8 * ((e >> 1) & 1); }
+__device__ __forceinline__ int wg_col(int t, int e) { return 8 * (e >> 2) + 2 * (t & 3) + (e & 1); }
+
+template <int D>
+constexpr size_t wg_scan_smem() {
+  // S^T and U^T split; W or K~^T split; W and K staged (rows padded as kX); U'.
+  return sizeof(float) * (2 * kTileV5 * (D + C) + 2 * C * D + 2 * C * (D + 4) + C * kTileV5);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s) {
+  static_assert(kThreads == 256 && D % 64 == 0, "two warpgroups; the state's rows in 64s");
+  constexpr int kLd = D + 4;  // staged rows: a warp's reads for the splits hit 32 banks
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int col0 = blockIdx.x * kTileV5;
+  const int group = threadIdx.x >> 7, t = threadIdx.x & 127;
+  const int gcol0 = 16 * group;  // this warpgroup's columns within the tile
+  const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
+
+  DYNAMIC_SHARED(float4, smem4);
+  float* smem = reinterpret_cast<float*>(smem4);
+  const WgSplit st{smem, kTileV5, D};                       // S^T: [column][state row]
+  const WgSplit ut{st.hi + 2 * kTileV5 * D, kTileV5, C};    // U^T: [column][chunk row]
+  float* split = ut.hi + 2 * kTileV5 * C;                   // W (C x D) or K~^T (D x C), split
+  const WgSplit wsp{split, C, D}, ksp{split, D, C};
+  float* ws = split + 2 * C * D;                            // [C][kLd]: W as copied
+  float* kx = ws + C * kLd;                                 // [C][kLd]: K as copied
+  float* up = kx + C * kLd;                                 // [C][kTileV5]: U'
+  alignas(16) __shared__ double gs[2][C];
+  __shared__ float ge[C], gtail[C], decay[C];
+
+  const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
+  float* head_out = a.state_out + (int64_t{b} * a.Hv + h) * D * D;
+  const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
+  auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
+  // Three copy groups a chunk, as in v3: W and G; U'; K. Each step commits one, so async_wait<2>
+  // is always "this step's".
+  auto issue_w = [&](int64_t c) {
+    if (c < s.chunks) {
+      load_rows_async<D>(ws, kLd, s.w + (unit0 + c) * C * D, D, rows_in(c));
+      for (int i = threadIdx.x; i < C / 2; i += kThreads) copy_async_16(&gs[c & 1][2 * i], s.g + (unit0 + c) * C + 2 * i);
+    }
+    async_commit();
+  };
+  auto issue_u = [&](int64_t c) {
+    if (c < s.chunks) load_rows_async<kTileV5>(up, kTileV5, s.u + (unit0 + c) * C * D + col0, D, rows_in(c));
+    async_commit();
+  };
+  auto issue_k = [&](int64_t c) {
+    if (c < s.chunks) load_rows_async<D>(kx, kLd, kb + c * C * a.k_token, a.k_token, rows_in(c));
+    async_commit();
+  };
+  // K~^T into the split buffer with weights w[u] on K's rows: element (i, u) = w[u] K[u][i]. A
+  // warp's 32 threads write one core matrix.
+  auto split_k = [&](const float* w) {
+    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
+      const int core = idx >> 5, in = idx & 31;
+      const int i = 8 * (core / (C / 4)) + (in >> 2), u = 4 * (core % (C / 4)) + (in & 3);
+      ksp.set(i, u, w[u] * kx[u * kLd + i]);
+    }
+    fence_proxy_async();
+    __syncthreads();
+  };
+
+  launch_dependents();  // gdn_out may start: it waits chunk by chunk
+  issue_w(0);
+  issue_u(0);
+  issue_k(0);
+  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D;  // column-major: S[i][j] at j D + i
+  for (int idx = threadIdx.x; idx < D * kTileV5; idx += kThreads) st.set(idx / D, idx % D, s0[int64_t{col0} * D + idx]);
+
+  for (int64_t c = 0; c < s.chunks; ++c) {
+    const int n = rows_in(c);
+    const double* g = gs[c & 1];
+    async_wait<2>();  // W, G
+    __syncthreads();  // ... for every thread; the last chunk is done with ge, gtail, decay
+    if (threadIdx.x < C) {
+      const int u = threadIdx.x;
+      ge[u] = expf(static_cast<float>(g[u]));
+      gtail[u] = u < n ? expf(static_cast<float>(g[n - 1] - g[u])) : 0.0f;
+    }
+    {
+      // The state this chunk starts from, for gdn_out.
+      float* dst = s.states + (unit0 + c) * D * D + col0;
+      for (int idx = threadIdx.x; idx < D * kTileV5; idx += kThreads) {
+        const int i = idx / kTileV5, cc = idx % kTileV5;
+        dst[i * D + cc] = st.get(cc, i);
+      }
+    }
+    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
+      const int core = idx >> 5, in = idx & 31;
+      const int u = 8 * (core / (D / 4)) + (in >> 2), i = 4 * (core % (D / 4)) + (in & 3);
+      wsp.set(u, i, ws[u * kLd + i]);
+    }
+    fence_proxy_async();
+    __syncthreads();  // W split; the staged W is free
+    issue_w(c + 1);
+
+    // U = U' - W S for this warpgroup's 16 columns.
+    float acc[8] = {};
+    wgmma_fence(acc);
+    wg_product(acc, wsp, 0, st, gcol0, D, false);
+    wgmma_commit();
+    async_wait<2>();  // U'
+    __syncthreads();  // ... for every thread
+    wgmma_wait<0>(acc);
+    float* u_out = s.u + (unit0 + c) * C * D + col0;  // U over U', which only this CTA read
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int u = wg_row(t, e), cc = gcol0 + wg_col(t, e);
+      const float uv = u < n ? up[u * kTileV5 + cc] - acc[e] : 0.0f;
+      ut.set(cc, u, uv);
+      if (u < n) u_out[u * D + cc] = uv;
+    }
+    fence_proxy_async();
+    // U is complete and the split buffer free (both warpgroups waited for their products); gdn_out
+    // may take this chunk.
+    ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);
+    issue_u(c + 1);
+
+    async_wait<2>();  // K
+    __syncthreads();
+    // The snapshots this chunk holds: S_u = e^{G_u} S + K~^T U with the decays to token u as
+    // weights (zero past u).
+    if (a.K > 1) {
+      for (int u = 0; u < n; ++u) {
+        const int64_t slot = a.T - 1 - (c * C + u);
+        if (slot >= a.K) continue;
+        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= u ? expf(static_cast<float>(g[u] - g[threadIdx.x])) : 0.0f;
+        __syncthreads();
+        split_k(decay);
+        float* dst = head_out + slot * a.slot_stride;
+        for (int r0 = 0; r0 < D; r0 += 64) {
+          float sacc[8] = {};
+          wgmma_fence(sacc);
+          wg_product(sacc, ksp, r0, ut, gcol0, C, false);
+          wgmma_commit();
+          wgmma_wait<0>(sacc);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int i = r0 + wg_row(t, e), cc = gcol0 + wg_col(t, e);
+            dst[int64_t{col0 + cc} * D + i] = ge[u] * st.get(cc, i) + sacc[e];
+          }
+        }
+        __syncthreads();  // the split buffer and decay[] are free
+      }
+    }
+    // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
+    split_k(gtail);
+    const float glast = ge[n - 1];
+    for (int r0 = 0; r0 < D; r0 += 64) {
+      float sacc[8] = {};
+      wgmma_fence(sacc);
+      wg_product(sacc, ksp, r0, ut, gcol0, C, false);
+      wgmma_commit();
+      wgmma_wait<0>(sacc);
+      // Each thread rewrites only the state cells its own registers hold, and the warpgroup's
+      // products read only its own columns, which it finished reading at the wait above.
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int i = r0 + wg_row(t, e), cc = gcol0 + wg_col(t, e);
+        st.set(cc, i, glast * st.get(cc, i) + sacc[e]);
+      }
+    }
+    fence_proxy_async();
+    __syncthreads();  // the state is new; K and the split buffer are free
+    issue_k(c + 1);
+  }
+  if (a.K == 1)
+    for (int idx = threadIdx.x; idx < D * kTileV5; idx += kThreads)
+      head_out[int64_t{col0} * D + idx] = st.get(idx / D, idx % D);
+}
+
 // v4's output, every chunk of every head at once: O = scale (e^{G} Q S_c + P U) for 32 value
 // columns of one chunk, from the starting state and U the scan wrote. It starts while the scan
 // runs (LAUNCH_EARLY), in the shared memory and registers the scan leaves free on each SM, and
@@ -670,7 +894,7 @@ constexpr size_t out_smem() {
   return sizeof(float) * ((D + C) * L::kS + C * L::kX + C * L::kA);
 }
 
-template <int D>
+template <int D, int kSignals>  // kSignals: scan CTAs that signal each chunk's 32 columns
 __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   using L = Strides<D, true>;
   constexpr int kTilesPerHead = D / kTileV;
@@ -694,7 +918,7 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   load_rows_async<C>(ps, L::kA, s.p + unit * C * C, C, C);
   async_commit();
   if (threadIdx.x < C) ge[threadIdx.x] = expf(static_cast<float>(s.g[unit * C + threadIdx.x]));
-  ready_wait(s.ready + unit * kTilesPerHead + tile, kTileV / kTileV4);
+  ready_wait(s.ready + unit * kTilesPerHead + tile, kSignals);
   // The scan's output, through L2 (cp.async.cg: scratch is 16-byte aligned).
   load_rows_async<kTileV>(us.m, L::kS, s.u + unit * C * D + col0, D, n);
   for (int i0 = 0; i0 < D; i0 += C)  // the state's D rows, C at a time
@@ -729,6 +953,18 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   if (c == s.chunks - 1) wait_for_primary();
 }
 
+// The output kernel of v4 and v5, started early (it waits for the scan chunk by chunk).
+template <int D, int kSignals>
+cudaError_t launch_out(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  auto* out = gdn_out<D, kSignals>;
+  static std::atomic<uint64_t> out_ready{0};
+  cudaError_t e = allow_dynamic_shared(out, out_smem<D>(), out_ready);
+  if (e == cudaSuccess)
+    e = LAUNCH_EARLY(out, dim3(static_cast<unsigned>(s.chunks * a.Hv * (D / kTileV)), a.B), kThreads, out_smem<D>(),
+                     stream, a, s);
+  return e == cudaSuccess ? cudaGetLastError() : e;
+}
+
 template <int D, bool kTC, bool kSplit, bool kApart = false>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   auto* prep = gdn_prep<D, kTC, kSplit>;
@@ -741,16 +977,27 @@ cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
   LAUNCH(scan, dim3(D / kScanCols<kApart>, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
   if constexpr (kApart) {
-    auto* out = gdn_out<D>;
-    static std::atomic<uint64_t> out_ready{0};
-    e = cudaGetLastError();
-    if (e == cudaSuccess) e = allow_dynamic_shared(out, out_smem<D>(), out_ready);
-    if (e == cudaSuccess)
-      e = LAUNCH_EARLY(out, dim3(static_cast<unsigned>(s.chunks * a.Hv * (D / kTileV)), a.B), kThreads,
-                       out_smem<D>(), stream, a, s);
+    const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
+    return launch_out<D, kTileV / kTileV4>(a, s, stream);
   }
   return cudaGetLastError();
+}
+
+// v5: v3's prep, the wgmma scan, v4's output.
+template <int D>
+cudaError_t launch_wg(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  auto* prep = gdn_prep<D, true, true>;
+  auto* scan = gdn_scan_wg<D>;
+  constexpr int prep_bytes = prep_smem<D, true, true>(), scan_bytes = wg_scan_smem<D>();
+  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
+  cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
+  if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
+  if (e != cudaSuccess) return e;
+  LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
+  LAUNCH(scan, dim3(D / kTileV5, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
+  e = cudaGetLastError();
+  return e == cudaSuccess ? launch_out<D, 1>(a, s, stream) : e;
 }
 
 }  // namespace
@@ -763,7 +1010,7 @@ bool gdn_prefill_supported(const GdnArgs& a) {
 
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v) {
   const size_t units = static_cast<size_t>(a.B) * a.Hv * chunk_count(a);
-  const size_t apart = v == Variant::kOutputApart ? units * (sizeof(float) * a.S * a.S + sizeof(int) * (a.S / kTileV)) : 0;
+  const size_t apart = v == Variant::kOutputApart || v == Variant::kWgmma ? units * (sizeof(float) * a.S * a.S + sizeof(int) * (a.S / kTileV)) : 0;
   return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C)) + apart;
 }
 
@@ -778,6 +1025,8 @@ cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Va
       return a.S == 128 ? launch<128, true, true>(a, s, stream) : launch<64, true, true>(a, s, stream);
     case Variant::kOutputApart:
       return a.S == 128 ? launch<128, true, true, true>(a, s, stream) : launch<64, true, true, true>(a, s, stream);
+    case Variant::kWgmma:
+      return a.S == 128 ? launch_wg<128>(a, s, stream) : launch_wg<64>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -35,11 +35,20 @@ enum class Variant {
                       // SM, snapshots on tensor cores
   kOutputApart,       // v4: v3 with the attention output computed apart from the scan, by a
                       // kernel that starts while the scan runs, and the scan on 16-column tiles
+  kWgmma,             // v5: v4 with the scan's products on wgmma (sm_90a builds only: elsewhere
+                      // its scan traps)
 };
 constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores, Variant::kTensorCoresSplit,
-                                 Variant::kOutputApart};
+                                 Variant::kOutputApart, Variant::kWgmma};
 inline const char* variant_name(Variant v) {
-  return v == Variant::kSimt ? "v1" : v == Variant::kTensorCores ? "v2" : v == Variant::kTensorCoresSplit ? "v3" : "v4";
+  switch (v) {
+    case Variant::kSimt: return "v1";
+    case Variant::kTensorCores: return "v2";
+    case Variant::kTensorCoresSplit: return "v3";
+    case Variant::kOutputApart: return "v4";
+    case Variant::kWgmma: return "v5";
+  }
+  return "?";
 }
 
 // Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4 also
