@@ -240,10 +240,11 @@ bool finish_wgmma(int w, int threads) {
   Emulator& e = emu();
   const int first = w / 4 * 128, last = first + 128;
   if (last > threads) return false;
+  for (int t = first; t < last; ++t)
+    if (e.fibers[t].state != State::kWarpOp || e.fibers[t].slot.op != kWgmmaTf32) return false;
   const WarpSlot& lead = e.fibers[first].slot;
   for (int t = first; t < last; ++t) {
     const WarpSlot& s = e.fibers[t].slot;
-    if (e.fibers[t].state != State::kWarpOp || s.op != kWgmmaTf32) return false;
     if (s.desc[0] != lead.desc[0] || s.desc[1] != lead.desc[1] || s.n != lead.n || s.accumulate != lead.accumulate) {
       problem(block_name() + ": the threads of a warpgroup give one wgmma different operands");
       break;
@@ -366,13 +367,15 @@ void run_block(int threads) {
       thread_index = index_of(static_cast<unsigned>(t), block_dim);
       cuda_emu_switch(&e.scheduler, e.fibers[t].sp);
     }
-    // Every thread now waits at a barrier or a warp operation, or is done.
+    // Every thread now waits at a barrier or a warp operation, is done, or (below) runnable again.
     bool progressed = false;
     for (int w = 0; w * 32 < threads; ++w) {
       bool any = false;
       for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || e.fibers[t].state == State::kWarpOp;
       if (any) progressed = finish_warp_op(w, threads) || progressed;
     }
+    // A wgmma finished early (by its last thread) leaves its warpgroup runnable after its turn.
+    for (int t = 0; t < threads && !progressed; ++t) progressed = e.fibers[t].state == State::kRunnable;
     if (progressed) continue;
     int done = 0, waiting = 0;
     const Fiber* first = nullptr;
@@ -536,13 +539,20 @@ uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
 
 void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate) {
   Emulator& e = emu();
-  WarpSlot& s = e.fibers[e.current].slot;
+  Fiber& f = e.fibers[e.current];
+  WarpSlot& s = f.slot;
   s.op = kWgmmaTf32;
   s.desc[0] = a;
   s.desc[1] = b;
   s.n = n;
   s.accumulate = accumulate;
   s.d = d;
+  // The last thread of the warpgroup to arrive computes it at once, before the rest of the block
+  // runs on: a wgmma that reads shared memory other warpgroups have not written yet (a missing
+  // barrier) reads it unwritten, as it could on the GPU.
+  f.state = State::kWarpOp;
+  const int threads = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
+  if (finish_wgmma(e.current / 32, threads)) return;
   yield(State::kWarpOp);
 }
 

@@ -92,8 +92,10 @@ void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, flo
 // apart and the 8-row groups `sbo` apart, as the descriptors (shared_descriptor) say. Every thread
 // of a warpgroup (four warps from a multiple of four) calls it with the same descriptors; thread
 // t's d[i] is row 16 (t / 32 % 4) + t % 32 / 4 + 8 (i / 2 % 2), column 8 (i / 4) + 2 (t % 4) +
-// i % 2. Operands are read as TF32 (low bits dropped) and summed in k order in float. Computed at
-// once when the warpgroup meets; on the GPU the result may land any time before the wait.
+// i % 2. Operands are read as TF32 (low bits dropped) and summed in k order in float. The last
+// thread of the warpgroup to arrive computes it at once, before the rest of the block runs on, so
+// operands other threads store after it (a missing barrier) are read unwritten. On the GPU the
+// result may land any time before the wait; here it is there at once.
 uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo);
 void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate);
 

@@ -187,7 +187,8 @@ __global__ void misaligned_copy(const float* src) {
 // (B1 16 x 16), two k steps each (the second accumulating), operands K-major in core matrices:
 // the two of a k step side by side (lbo 128 bytes), 8-row groups 4 cores apart (sbo 512). With
 // `mode` 1 one thread of warpgroup 0 gives another B descriptor; with 2 warp 3 skips the wgmma;
-// with 3 A's descriptor points outside the dynamic shared memory.
+// with 3 A's descriptor points outside the dynamic shared memory; with 4 the barrier between the
+// operands' stores and the wgmma is missing.
 constexpr int kWgK = 16;
 int core_at(int row, int k) { return ((row / 8) * (kWgK / 4) + k / 4) * 32 + (row % 8) * 4 + k % 4; }
 float not_shared[64];
@@ -200,7 +201,7 @@ __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, flo
   for (int i = threadIdx.x; i < 32 * kWgK; i += blockDim.x) bs0[core_at(i / kWgK, i % kWgK)] = b0[i];
   for (int i = threadIdx.x; i < 16 * kWgK; i += blockDim.x) bs1[core_at(i / kWgK, i % kWgK)] = b1[i];
   fence_proxy_async();
-  __syncthreads();
+  if (mode != 4) __syncthreads();
   const int group = threadIdx.x / 128, t = threadIdx.x % 128, lane = t % 32, warp = t / 32;
   if (mode == 2 && warp == 3) return;
   const uint32_t lbo = 128, sbo = 128 * (kWgK / 4);
@@ -416,6 +417,17 @@ int main() {
     cuda_emu::clear_problems();
     LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 3);
     expect(problem_mentions("outside the dynamic shared memory"), "a wgmma operand outside shared memory is reported");
+    cuda_emu::clear_problems();
+    // The warpgroup's last thread computes the wgmma before the other warpgroup runs on, so it
+    // reads operands that warpgroup has not stored yet: in one order or the other it goes wrong.
+    bool all_right = true;
+    for (cuda_emu::Order order : {cuda_emu::Order::kForward, cuda_emu::Order::kReverse}) {
+      cuda_emu::set_order(order);
+      LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 4);
+      all_right = all_right && product_is(d0, b0, 32) && product_is(d1, b1, 16);
+    }
+    expect(!all_right, "a wgmma without the barrier after its operands' stores reads them unwritten");
+    cuda_emu::set_order(cuda_emu::Order::kForward);
     cuda_emu::clear_problems();
   }
 
