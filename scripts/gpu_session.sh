@@ -90,6 +90,7 @@ case $stage in
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
     ;;
   probe)
+    mkdir -p .gpu
     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels/common -o .gpu/chain_product \
       kernels/gdn-prefill/probes/chain_product.cu
     { .gpu/chain_product 1000 || true; } | tee "$out/chain_product.log"

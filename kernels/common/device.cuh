@@ -36,7 +36,8 @@
 //   wgmma_fence(d), wgmma_commit(), wgmma_wait<N>(d)   before a batch on accumulator d (after
 //                                            d was touched), close the batch, wait until at most
 //                                            N batches are in flight (before reading d or
-//                                            reusing the operands)
+//                                            reusing the operands); both pin only the d they are
+//                                            given: a batch on two accumulators names each
 //   fence_proxy_async()                      after writing wgmma operands with ordinary stores
 //                                            or cp.async, before the barrier ahead of the wgmma
 #pragma once
@@ -259,8 +260,11 @@ __device__ __forceinline__ void wgmma_wait(float (&d)[R]) {
   ONEBIT_SM90A_ONLY(asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"));
   pin_registers(d);
 }
+// The proxy fence exists from sm_90 on (not only sm_90a); before it there is no wgmma to order.
 __device__ __forceinline__ void fence_proxy_async() {
-  ONEBIT_SM90A_ONLY(asm volatile("fence.proxy.async.shared::cta;" ::: "memory"));
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
 }
 
 #endif

@@ -49,8 +49,8 @@ struct Scratch {
   float* u;        // [B][Hv][chunks][C][S]: U', which v4's scan overwrites with U
   float* p;        // [B][Hv][chunks][C][C]
   double* g;       // [B][Hv][chunks][C]
-  float* states;   // v4: [B][Hv][chunks][S][S], the state each chunk starts from (row i, column j)
-  int* ready;      // v4: [B][Hv][chunks][S / 32], scan CTAs done with a chunk's 32 columns
+  float* states;   // v4, v5: [B][Hv][chunks][S][S], the state each chunk starts from (row i, column j)
+  int* ready;      // v4, v5: [B][Hv][chunks][S / 32], scan CTAs done with a chunk's 32 columns
                    // (v1-v3: states and ready are nullptr)
   int64_t chunks;
 };
@@ -713,16 +713,25 @@ __device__ __forceinline__ void wg_product(float (&acc)[8], const WgSplit& a, in
 __device__ __forceinline__ int wg_row(int t, int e) { return 16 * (t >> 5) + ((t & 31) >> 2) + 8 * ((e >> 1) & 1); }
 __device__ __forceinline__ int wg_col(int t, int e) { return 8 * (e >> 2) + 2 * (t & 3) + (e & 1); }
 
+// Row strides of what v5 stages, padded so that the splits' and U's reads hit 32 banks (W: a
+// warp reads 8 rows x 4 columns; K, transposed: 4 rows x 8 columns) or 16 (U': 8 rows x 4 pairs).
+template <int D>
+struct WgStrides {
+  static constexpr int kW = D + 4, kK = D + 8, kU = kTileV5 + 8;
+};
+
 template <int D>
 constexpr size_t wg_scan_smem() {
-  // S^T and U^T split; W or K~^T split; W and K staged (rows padded as kX); U'.
-  return sizeof(float) * (2 * kTileV5 * (D + C) + 2 * C * D + 2 * C * (D + 4) + C * kTileV5);
+  using L = WgStrides<D>;
+  // S^T and U^T split; W or K~^T split; W, K and U' staged.
+  return sizeof(float) * (2 * kTileV5 * (D + C) + 2 * C * D + C * (L::kW + L::kK + L::kU));
 }
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s) {
   static_assert(kThreads == 256 && D % 64 == 0, "two warpgroups; the state's rows in 64s");
-  constexpr int kLd = D + 4;  // staged rows: a warp's reads for the splits hit 32 banks
+  static_assert(C % 16 == 0 && C <= kThreads, "k steps of 8, row groups of 8, a thread per chunk row");
+  using L = WgStrides<D>;
   const int h = blockIdx.y, b = blockIdx.z;
   const int col0 = blockIdx.x * kTileV5;
   const int group = threadIdx.x >> 7, t = threadIdx.x & 127;
@@ -735,9 +744,9 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
   const WgSplit ut{st.hi + 2 * kTileV5 * D, kTileV5, C};    // U^T: [column][chunk row]
   float* split = ut.hi + 2 * kTileV5 * C;                   // W (C x D) or K~^T (D x C), split
   const WgSplit wsp{split, C, D}, ksp{split, D, C};
-  float* ws = split + 2 * C * D;                            // [C][kLd]: W as copied
-  float* kx = ws + C * kLd;                                 // [C][kLd]: K as copied
-  float* up = kx + C * kLd;                                 // [C][kTileV5]: U'
+  float* ws = split + 2 * C * D;                            // [C][kW]: W as copied
+  float* kx = ws + C * L::kW;                               // [C][kK]: K as copied
+  float* up = kx + C * L::kK;                               // [C][kU]: U'
   alignas(16) __shared__ double gs[2][C];
   __shared__ float ge[C], gtail[C], decay[C];
 
@@ -749,17 +758,17 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
   // is always "this step's".
   auto issue_w = [&](int64_t c) {
     if (c < s.chunks) {
-      load_rows_async<D>(ws, kLd, s.w + (unit0 + c) * C * D, D, rows_in(c));
+      load_rows_async<D>(ws, L::kW, s.w + (unit0 + c) * C * D, D, rows_in(c));
       for (int i = threadIdx.x; i < C / 2; i += kThreads) copy_async_16(&gs[c & 1][2 * i], s.g + (unit0 + c) * C + 2 * i);
     }
     async_commit();
   };
   auto issue_u = [&](int64_t c) {
-    if (c < s.chunks) load_rows_async<kTileV5>(up, kTileV5, s.u + (unit0 + c) * C * D + col0, D, rows_in(c));
+    if (c < s.chunks) load_rows_async<kTileV5>(up, L::kU, s.u + (unit0 + c) * C * D + col0, D, rows_in(c));
     async_commit();
   };
   auto issue_k = [&](int64_t c) {
-    if (c < s.chunks) load_rows_async<D>(kx, kLd, kb + c * C * a.k_token, a.k_token, rows_in(c));
+    if (c < s.chunks) load_rows_async<D>(kx, L::kK, kb + c * C * a.k_token, a.k_token, rows_in(c));
     async_commit();
   };
   // K~^T into the split buffer with weights w[u] on K's rows: element (i, u) = w[u] K[u][i]. A
@@ -768,7 +777,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
       const int core = idx >> 5, in = idx & 31;
       const int i = 8 * (core / (C / 4)) + (in >> 2), u = 4 * (core % (C / 4)) + (in & 3);
-      ksp.set(i, u, w[u] * kx[u * kLd + i]);
+      ksp.set(i, u, w[u] * kx[u * L::kK + i]);
     }
     fence_proxy_async();
     __syncthreads();
@@ -802,7 +811,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
       const int core = idx >> 5, in = idx & 31;
       const int u = 8 * (core / (D / 4)) + (in >> 2), i = 4 * (core % (D / 4)) + (in & 3);
-      wsp.set(u, i, ws[u * kLd + i]);
+      wsp.set(u, i, ws[u * L::kW + i]);
     }
     fence_proxy_async();
     __syncthreads();  // W split; the staged W is free
@@ -820,13 +829,13 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int u = wg_row(t, e), cc = gcol0 + wg_col(t, e);
-      const float uv = u < n ? up[u * kTileV5 + cc] - acc[e] : 0.0f;
+      const float uv = u < n ? up[u * L::kU + cc] - acc[e] : 0.0f;
       ut.set(cc, u, uv);
       if (u < n) u_out[u * D + cc] = uv;
     }
     fence_proxy_async();
-    // U is complete and the split buffer free (both warpgroups waited for their products); gdn_out
-    // may take this chunk.
+    // Past this barrier U is complete and the split buffer free (each warpgroup waited for its
+    // product above); gdn_out may take this chunk.
     ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);
     issue_u(c + 1);
 
@@ -854,7 +863,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
             dst[int64_t{col0 + cc} * D + i] = ge[u] * st.get(cc, i) + sacc[e];
           }
         }
-        __syncthreads();  // the split buffer and decay[] are free
+        __syncthreads();  // the split buffer is free (the next split_k writes it at once)
       }
     }
     // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
@@ -866,8 +875,8 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
       wg_product(sacc, ksp, r0, ut, gcol0, C, false);
       wgmma_commit();
       wgmma_wait<0>(sacc);
-      // Each thread rewrites only the state cells its own registers hold, and the warpgroup's
-      // products read only its own columns, which it finished reading at the wait above.
+      // In place: each thread rewrites only the state cells its own registers hold, and these
+      // products do not read the state (only K~^T and U^T).
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int i = r0 + wg_row(t, e), cc = gcol0 + wg_col(t, e);
@@ -883,9 +892,11 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
       head_out[int64_t{col0} * D + idx] = st.get(idx / D, idx % D);
 }
 
-// v4's output, every chunk of every head at once: O = scale (e^{G} Q S_c + P U) for 32 value
-// columns of one chunk, from the starting state and U the scan wrote. It starts while the scan
-// runs (LAUNCH_EARLY), in the shared memory and registers the scan leaves free on each SM, and
+// v4's and v5's output, every chunk of every head at once: O = scale (e^{G} Q S_c + P U) for 32
+// value columns of one chunk, from the starting state and U the scan wrote. It starts while the
+// scan runs (LAUNCH_EARLY), in the shared memory and registers the scan leaves free on each SM
+// (v4's two 16-column scan CTAs an SM leave room for one; v5's one at d128 leaves none, so there
+// it runs beside the scan only on SMs without a scan CTA), and
 // waits for the scan CTAs of its 32 columns before it reads their output. Chunks are the slowest
 // grid index: the CTAs that start first are the ones whose chunks the scan reaches first.
 template <int D>
@@ -977,9 +988,8 @@ cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
   LAUNCH(scan, dim3(D / kScanCols<kApart>, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
   if constexpr (kApart) {
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    return launch_out<D, kTileV / kTileV4>(a, s, stream);
+    e = cudaGetLastError();
+    return e == cudaSuccess ? launch_out<D, kTileV / kTileV4>(a, s, stream) : e;
   }
   return cudaGetLastError();
 }

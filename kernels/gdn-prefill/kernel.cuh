@@ -51,8 +51,8 @@ inline const char* variant_name(Variant v) {
   return "?";
 }
 
-// Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4 also
-// each chunk's starting state).
+// Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4 and v5
+// also each chunk's starting state).
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v);
 
 // Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a, v) bytes,

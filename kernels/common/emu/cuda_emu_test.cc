@@ -8,6 +8,7 @@
 
 #include "cuda_emu.h"
 #include "device.cuh"
+#include "wgmma_pair.cuh"
 
 namespace {
 
@@ -183,51 +184,6 @@ __global__ void misaligned_copy(const float* src) {
 
 }  // namespace
 
-// wgmma: warpgroup 0 multiplies A (64 x 16) by B0^T (B0 32 x 16), warpgroup 1 the same A by B1^T
-// (B1 16 x 16), two k steps each (the second accumulating), operands K-major in core matrices:
-// the two of a k step side by side (lbo 128 bytes), 8-row groups 4 cores apart (sbo 512). With
-// `mode` 1 one thread of warpgroup 0 gives another B descriptor; with 2 warp 3 skips the wgmma;
-// with 3 A's descriptor points outside the dynamic shared memory; with 4 the barrier between the
-// operands' stores and the wgmma is missing.
-constexpr int kWgK = 16;
-int core_at(int row, int k) { return ((row / 8) * (kWgK / 4) + k / 4) * 32 + (row % 8) * 4 + k % 4; }
-float not_shared[64];
-__global__ void wgmma_pair(const float* a, const float* b0, const float* b1, float* d0, float* d1, int mode) {
-  DYNAMIC_SHARED(float, sm);
-  float* as = sm;
-  float* bs0 = as + 64 * kWgK;
-  float* bs1 = bs0 + 32 * kWgK;
-  for (int i = threadIdx.x; i < 64 * kWgK; i += blockDim.x) as[core_at(i / kWgK, i % kWgK)] = a[i];
-  for (int i = threadIdx.x; i < 32 * kWgK; i += blockDim.x) bs0[core_at(i / kWgK, i % kWgK)] = b0[i];
-  for (int i = threadIdx.x; i < 16 * kWgK; i += blockDim.x) bs1[core_at(i / kWgK, i % kWgK)] = b1[i];
-  fence_proxy_async();
-  if (mode != 4) __syncthreads();
-  const int group = threadIdx.x / 128, t = threadIdx.x % 128, lane = t % 32, warp = t / 32;
-  if (mode == 2 && warp == 3) return;
-  const uint32_t lbo = 128, sbo = 128 * (kWgK / 4);
-  float acc32[16], acc16[8];
-  wgmma_fence(acc32);
-  wgmma_fence(acc16);
-  for (int k = 0; k < kWgK; k += 8) {
-    const uint64_t da = shared_descriptor(mode == 3 ? not_shared : as + core_at(0, k), lbo, sbo);
-    if (group == 0) {
-      const int skew = mode == 1 && t == 5 ? 32 : 0;
-      wgmma_tf32<32>(acc32, da, shared_descriptor(bs0 + core_at(0, k) + skew, lbo, sbo), k > 0);
-    } else {
-      wgmma_tf32<16>(acc16, da, shared_descriptor(bs1 + core_at(0, k), lbo, sbo), k > 0);
-    }
-  }
-  wgmma_commit();
-  wgmma_wait<0>(acc32);
-  wgmma_wait<0>(acc16);
-  float* d = group == 0 ? d0 : d1;
-  const int n = group == 0 ? 32 : 16;
-  for (int i = 0; i < n / 2; ++i) {
-    const int row = 16 * warp + lane / 4 + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-    d[row * n + col] = group == 0 ? acc32[i] : acc16[i];
-  }
-}
-
 int main() {
   const cuda_emu::Order orders[] = {cuda_emu::Order::kForward, cuda_emu::Order::kReverse, cuda_emu::Order::kShuffled};
   for (cuda_emu::Order order : orders) {
@@ -385,37 +341,27 @@ int main() {
   }
 
   {
-    // Small integers: every product and sum is exact in float, so the layout must match exactly.
-    std::vector<float> a(64 * kWgK), b0(32 * kWgK), b1(16 * kWgK), d0(64 * 32), d1(64 * 16);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i * 7 % 17) - 8);
-    for (size_t i = 0; i < b0.size(); ++i) b0[i] = static_cast<float>(static_cast<int>(i * 5 % 13) - 6);
-    for (size_t i = 0; i < b1.size(); ++i) b1[i] = static_cast<float>(static_cast<int>(i * 3 % 11) - 5);
-    auto product_is = [&](const std::vector<float>& d, const std::vector<float>& b, int n) {
-      for (int r = 0; r < 64; ++r)
-        for (int c = 0; c < n; ++c) {
-          float want = 0;
-          for (int k = 0; k < kWgK; ++k) want += a[r * kWgK + k] * b[c * kWgK + k];
-          if (d[r * n + c] != want) return false;
-        }
-      return true;
+    WgmmaPair p;
+    auto run = [&](int mode) {
+      LAUNCH(wgmma_pair, 1, 256, kWgmmaPairBytes, nullptr, p.a.data(), p.b0.data(), p.b1.data(), p.d0.data(),
+             p.d1.data(), mode);
     };
-    const int bytes = (64 + 32 + 16) * kWgK * 4;
     for (cuda_emu::Order order : orders) {
       cuda_emu::set_order(order, 9);
       cuda_emu::clear_problems();
-      LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 0);
-      expect(cuda_emu::problems().empty() && product_is(d0, b0, 32) && product_is(d1, b1, 16),
+      run(0);
+      expect(cuda_emu::problems().empty() && p.right(),
              "wgmma m64n32k8 and m64n16k8 give A B^T in the documented register layout, two warpgroups at once");
     }
     cuda_emu::set_order(cuda_emu::Order::kForward);
     cuda_emu::clear_problems();
-    LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 1);
+    run(1);
     expect(problem_mentions("different operands"), "a warpgroup whose threads give one wgmma different descriptors is reported");
     cuda_emu::clear_problems();
-    LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 2);
+    run(2);
     expect(problem_mentions("warp-wide"), "a wgmma one warp of the warpgroup skips is reported");
     cuda_emu::clear_problems();
-    LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 3);
+    run(3);
     expect(problem_mentions("outside the dynamic shared memory"), "a wgmma operand outside shared memory is reported");
     cuda_emu::clear_problems();
     // The warpgroup's last thread computes the wgmma before the other warpgroup runs on, so it
@@ -423,8 +369,8 @@ int main() {
     bool all_right = true;
     for (cuda_emu::Order order : {cuda_emu::Order::kForward, cuda_emu::Order::kReverse}) {
       cuda_emu::set_order(order);
-      LAUNCH(wgmma_pair, 1, 256, bytes, nullptr, a.data(), b0.data(), b1.data(), d0.data(), d1.data(), 4);
-      all_right = all_right && product_is(d0, b0, 32) && product_is(d1, b1, 16);
+      run(4);
+      all_right = all_right && p.right();
     }
     expect(!all_right, "a wgmma without the barrier after its operands' stores reads them unwritten");
     cuda_emu::set_order(cuda_emu::Order::kForward);

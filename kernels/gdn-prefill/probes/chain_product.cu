@@ -19,13 +19,16 @@
 // whether it and the mma form kept float accuracy (100 dB). Times: cycles per product (clock64 in
 // each CTA, median over the CTAs) and the kernel's wall time.
 //
-// Its wgmma goes through device.cuh, as a kernel's would: the run checks those wrappers too.
+// Its wgmma goes through device.cuh, as a kernel's would, and it also runs the emulator's own
+// wgmma check (kernels/common/wgmma_pair.cuh: both widths the kernels use, two warpgroups, a first
+// step that drops the accumulator) and compares it exactly: the emulator must be the GPU.
 // Build and run on the GPU machine (sm_90a: wgmma exists only there):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels/common \
 //     -o .gpu/chain_product kernels/gdn-prefill/probes/chain_product.cu
 //   .gpu/chain_product [REPS]
 #include "device.cuh"
 #include "driver_util.cuh"
+#include "wgmma_pair.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -254,8 +257,23 @@ int main(int argc, char** argv) {
   report("wgmma 1xTF32", run([&](int n) { wgmma_product<false><<<kSms, 128, wgmma_smem>>>(d_w, d_s, d_u, d_cycles, n, true); },
                              want, d_u, d_cycles, reps),
          true);
-  // A check as well as a probe: the mma form and wgmma with the documented layout keep float accuracy.
-  const bool pass = mma.snr_db >= 100 && wgmma_snr >= 100;
-  std::printf("%s\n", pass ? "pass" : "FAIL: mma or wgmma K=LBO below 100 dB");
+  // The emulator's own wgmma check (kernels/common/wgmma_pair.cuh) on the GPU: exact there too.
+  WgmmaPair pair;
+  float* pair_in[3] = {kernels::upload(pair.a), kernels::upload(pair.b0), kernels::upload(pair.b1)};
+  float *d0, *d1;
+  check(cudaMalloc(&d0, pair.d0.size() * 4), "alloc");
+  check(cudaMalloc(&d1, pair.d1.size() * 4), "alloc");
+  wgmma_pair<<<1, 256, kWgmmaPairBytes>>>(pair_in[0], pair_in[1], pair_in[2], d0, d1, 0);
+  check(cudaGetLastError(), "launch");
+  check(cudaMemcpy(pair.d0.data(), d0, pair.d0.size() * 4, cudaMemcpyDeviceToHost), "result");
+  check(cudaMemcpy(pair.d1.data(), d1, pair.d1.size() * 4, cudaMemcpyDeviceToHost), "result");
+  const bool pair_right = pair.right();
+  std::printf("wgmma_pair (m64n32k8 and m64n16k8, two warpgroups, as the emulator runs it): %s\n",
+              pair_right ? "exact" : "WRONG");
+
+  // A check as well as a probe: the emulator's wgmma is the GPU's, and the mma form and wgmma with
+  // the documented layout keep float accuracy.
+  const bool pass = pair_right && mma.snr_db >= 100 && wgmma_snr >= 100;
+  std::printf("%s\n", pass ? "pass" : "FAIL: wgmma_pair, mma or wgmma K=LBO");
   return pass ? 0 : 1;
 }
