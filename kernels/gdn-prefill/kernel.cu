@@ -783,6 +783,18 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     __syncthreads();
   };
 
+  // acc[r] = K~^T U for the state's rows 64 r .. + 64 and this warpgroup's columns, every row
+  // block's products issued before the one wait.
+  auto rank_update_wg = [&](float (&acc)[D / 64][8]) {
+#pragma unroll
+    for (int r = 0; r < D / 64; ++r) wgmma_fence(acc[r]);
+#pragma unroll
+    for (int r = 0; r < D / 64; ++r) wg_product(acc[r], ksp, 64 * r, ut, gcol0, C, false);
+    wgmma_commit();
+#pragma unroll
+    for (int r = 0; r < D / 64; ++r) wgmma_wait<0>(acc[r]);
+  };
+
   launch_dependents();  // gdn_out may start: it waits chunk by chunk
   issue_w(0);
   issue_u(0);
@@ -851,38 +863,32 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
         __syncthreads();
         split_k(decay);
         float* dst = head_out + slot * a.slot_stride;
-        for (int r0 = 0; r0 < D; r0 += 64) {
-          float sacc[8] = {};
-          wgmma_fence(sacc);
-          wg_product(sacc, ksp, r0, ut, gcol0, C, false);
-          wgmma_commit();
-          wgmma_wait<0>(sacc);
+        float sacc[D / 64][8] = {};
+        rank_update_wg(sacc);
+#pragma unroll
+        for (int r = 0; r < D / 64; ++r)
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
-            const int i = r0 + wg_row(t, e), cc = gcol0 + wg_col(t, e);
-            dst[int64_t{col0 + cc} * D + i] = ge[u] * st.get(cc, i) + sacc[e];
+            const int i = 64 * r + wg_row(t, e), cc = gcol0 + wg_col(t, e);
+            dst[int64_t{col0 + cc} * D + i] = ge[u] * st.get(cc, i) + sacc[r][e];
           }
-        }
         __syncthreads();  // the split buffer is free (the next split_k writes it at once)
       }
     }
     // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
     split_k(gtail);
     const float glast = ge[n - 1];
-    for (int r0 = 0; r0 < D; r0 += 64) {
-      float sacc[8] = {};
-      wgmma_fence(sacc);
-      wg_product(sacc, ksp, r0, ut, gcol0, C, false);
-      wgmma_commit();
-      wgmma_wait<0>(sacc);
-      // In place: each thread rewrites only the state cells its own registers hold, and these
-      // products do not read the state (only K~^T and U^T).
+    float sacc[D / 64][8] = {};
+    rank_update_wg(sacc);
+    // In place: each thread rewrites only the state cells its own registers hold, and these
+    // products do not read the state (only K~^T and U^T).
+#pragma unroll
+    for (int r = 0; r < D / 64; ++r)
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int i = r0 + wg_row(t, e), cc = gcol0 + wg_col(t, e);
-        st.set(cc, i, glast * st.get(cc, i) + sacc[e]);
+        const int i = 64 * r + wg_row(t, e), cc = gcol0 + wg_col(t, e);
+        st.set(cc, i, glast * st.get(cc, i) + sacc[r][e]);
       }
-    }
     fence_proxy_async();
     __syncthreads();  // the state is new; K and the split buffer are free
     issue_k(c + 1);
