@@ -85,12 +85,15 @@ template <int N>
 inline void wgmma_tf32(float (&d)[N / 2], uint64_t a, uint64_t b, bool accumulate) {
   ::cuda_emu::wgmma_tf32(d, N, a, b, accumulate);
 }
-// The emulated wgmma completes at once: nothing to fence or wait for.
 template <int R>
-inline void wgmma_fence(float (&)[R]) {}
-inline void wgmma_commit() {}
+inline void wgmma_fence(float (&)[R]) {
+  ::cuda_emu::wgmma_fence();
+}
+inline void wgmma_commit() { ::cuda_emu::wgmma_commit(); }
 template <int N, int R>
-inline void wgmma_wait(float (&)[R]) {}
+inline void wgmma_wait(float (&)[R]) {
+  ::cuda_emu::wgmma_wait(N);
+}
 inline void fence_proxy_async() {}
 
 #else

@@ -9,7 +9,8 @@
 // 8-row groups 4 cores apart (sbo 512). Inputs are small integers, so every sum is exact. `mode`
 // breaks it for the emulator's own checks (the GPU runs mode 0 only): 1, one thread of warpgroup
 // 0 gives another B descriptor; 2, warp 3 skips the wgmma; 3, A's descriptor points outside the
-// dynamic shared memory; 4, no barrier between the operands' stores and the wgmma.
+// dynamic shared memory; 4, no barrier between the operands' stores and the wgmma; 5, A changes
+// before the wait; 6, no wgmma_fence; 7, no wait; 8, the accumulators are read before the wait.
 #pragma once
 
 #include <cmath>
@@ -42,8 +43,10 @@ __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, flo
   float acc32[16], acc16[8];
   for (float& x : acc32) x = NAN;
   for (float& x : acc16) x = NAN;
-  wgmma_fence(acc32);
-  wgmma_fence(acc16);
+  if (mode != 6) {
+    wgmma_fence(acc32);
+    wgmma_fence(acc16);
+  }
   for (int k = 0; k < kWgK; k += 8) {
     const uint64_t da = shared_descriptor(mode == 3 ? wgmma_pair_not_shared : as + wgmma_pair_core(0, k), lbo, sbo);
     if (group == 0) {
@@ -54,13 +57,20 @@ __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, flo
     }
   }
   wgmma_commit();
+  if (mode == 5) {
+    __syncthreads();
+    if (threadIdx.x == 0) as[0] += 1.0f;
+    __syncthreads();
+  }
+  if (mode == 7) return;
+  float* d = group == 0 ? d0 : d1;
+  if (mode == 8 && t == 0) d[0] = group == 0 ? acc32[0] : acc16[0];
   wgmma_wait<0>(acc32);
   wgmma_wait<0>(acc16);
-  float* d = group == 0 ? d0 : d1;
   const int n = group == 0 ? 32 : 16;
   for (int i = 0; i < n / 2; ++i) {
     const int row = 16 * warp + lane / 4 + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-    d[row * n + col] = group == 0 ? acc32[i] : acc16[i];
+    if (mode != 8 || row + col > 0) d[row * n + col] = group == 0 ? acc32[i] : acc16[i];
   }
 }
 

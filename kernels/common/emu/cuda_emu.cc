@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -131,6 +132,21 @@ struct PendingCopy {
   int bytes;
 };
 
+// A thread's share of a wgmma not yet waited for: its result, which lands in its registers at the
+// wait that covers it, and the operands as they were read, which must not change until then.
+struct WgmmaOperands {
+  uint64_t desc_a, desc_b;
+  int n;
+  std::vector<float> a, b;
+  // Whether shared memory still holds them (checked by the warpgroup's first thread to wait).
+  bool checked = false;
+};
+struct PendingWgmma {
+  float* d;
+  std::vector<float> result;
+  std::shared_ptr<WgmmaOperands> operands;  // one for the warpgroup
+};
+
 struct Fiber {
   void* sp = nullptr;  // its saved stack pointer while it is not running
   std::vector<PendingCopy> open_group;               // cp.async copies since the last commit
@@ -143,6 +159,9 @@ struct Fiber {
   const char* file = nullptr;
   int line = 0;
   WarpSlot slot;
+  std::vector<PendingWgmma> wgmma_open;                    // since the last wgmma_commit
+  std::vector<std::vector<PendingWgmma>> wgmma_committed;  // oldest first
+  bool wgmma_fenced = false;                               // a wgmma_fence since the last wait
 };
 
 struct Emulator {
@@ -250,18 +269,35 @@ bool finish_wgmma(int w, int threads) {
       break;
     }
   }
-  const std::vector<float> a = wgmma_operand(lead.desc[0], 64), b = wgmma_operand(lead.desc[1], lead.n);
-  if (!a.empty() && !b.empty())
+  auto operands = std::make_shared<WgmmaOperands>(
+      WgmmaOperands{lead.desc[0], lead.desc[1], lead.n, wgmma_operand(lead.desc[0], 64), wgmma_operand(lead.desc[1], lead.n)});
+  const std::vector<float>&a = operands->a, &b = operands->b;
+  if (!a.empty() && !b.empty()) {
+    bool unfenced = false;
     for (int t = first; t < last; ++t) {
-      const WarpSlot& s = e.fibers[t].slot;
+      Fiber& f = e.fibers[t];
+      const WarpSlot& s = f.slot;
+      unfenced = unfenced || !f.wgmma_fenced;
+      // Accumulating onto a wgmma still in flight adds to its result, as the hardware chains them.
+      const float* before = s.d;
+      for (auto it = f.wgmma_open.rbegin(); it != f.wgmma_open.rend() && before == s.d; ++it)
+        if (it->d == s.d) before = it->result.data();
+      for (auto g = f.wgmma_committed.rbegin(); g != f.wgmma_committed.rend() && before == s.d; ++g)
+        for (auto it = g->rbegin(); it != g->rend() && before == s.d; ++it)
+          if (it->d == s.d) before = it->result.data();
+      PendingWgmma p{s.d, std::vector<float>(static_cast<size_t>(s.n / 2)), operands};
       const int l = t % 32;
       for (int i = 0; i < s.n / 2; ++i) {
         const int row = 16 * (t / 32 % 4) + l / 4 + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
-        float sum = s.accumulate ? s.d[i] : 0.0f;
+        float sum = s.accumulate ? before[i] : 0.0f;
         for (int k = 0; k < 8; ++k) sum += a[static_cast<size_t>(row) * 8 + k] * b[static_cast<size_t>(col) * 8 + k];
-        s.d[i] = sum;
+        p.result[static_cast<size_t>(i)] = sum;
+        s.d[i] = NAN;  // undefined until the wait
       }
+      f.wgmma_open.push_back(std::move(p));
     }
+    if (unfenced) problem(block_name() + ": a wgmma without a wgmma_fence since the thread's last wait");
+  }
   for (int t = first; t < last; ++t) e.fibers[t].state = State::kRunnable;
   return true;
 }
@@ -353,6 +389,9 @@ void run_block(int threads) {
     f.file = nullptr;
     f.open_group.clear();
     f.committed.clear();
+    f.wgmma_open.clear();
+    f.wgmma_committed.clear();
+    f.wgmma_fenced = false;
     f.sp = initial_stack(f.stack);
   }
   std::vector<int> order(threads);
@@ -390,7 +429,14 @@ void run_block(int threads) {
         else same = same && f.line == first->line && std::strcmp(f.file, first->file) == 0;
       }
     }
-    if (done == threads) return;
+    if (done == threads) {
+      for (int t = 0; t < threads; ++t)
+        if (!e.fibers[t].wgmma_open.empty() || !e.fibers[t].wgmma_committed.empty()) {
+          problem(block_name() + ": a thread ended with a wgmma it never waited for");
+          break;
+        }
+      return;
+    }
     if (warp_stuck) problem(block_name() + ": a warp-wide operation not reached by the whole warp");
     else if (done > 0) problem(block_name() + ": " + std::to_string(waiting) + " threads wait at a barrier that " +
                                std::to_string(done) + " finished threads never reach");
@@ -554,6 +600,29 @@ void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate) {
   const int threads = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
   if (finish_wgmma(e.current / 32, threads)) return;
   yield(State::kWarpOp);
+}
+
+void wgmma_fence() { emu().fibers[emu().current].wgmma_fenced = true; }
+
+void wgmma_commit() {
+  Fiber& f = emu().fibers[emu().current];
+  f.wgmma_committed.push_back(std::move(f.wgmma_open));
+  f.wgmma_open.clear();
+}
+
+void wgmma_wait(int pending) {
+  Fiber& f = emu().fibers[emu().current];
+  while (static_cast<int>(f.wgmma_committed.size()) > pending) {
+    for (const PendingWgmma& p : f.wgmma_committed.front()) {
+      WgmmaOperands& o = *p.operands;
+      if (!o.checked && (wgmma_operand(o.desc_a, 64) != o.a || wgmma_operand(o.desc_b, o.n) != o.b))
+        problem(block_name() + ": a wgmma's operand changed in shared memory while it was in flight");
+      o.checked = true;
+      std::copy(p.result.begin(), p.result.end(), p.d);
+    }
+    f.wgmma_committed.erase(f.wgmma_committed.begin());
+  }
+  f.wgmma_fenced = false;
 }
 
 float round_to_tf32(float x) {

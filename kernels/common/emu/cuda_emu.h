@@ -94,10 +94,15 @@ void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, flo
 // t's d[i] is row 16 (t / 32 % 4) + t % 32 / 4 + 8 (i / 2 % 2), column 8 (i / 4) + 2 (t % 4) +
 // i % 2. Operands are read as TF32 (low bits dropped) and summed in k order in float. The last
 // thread of the warpgroup to arrive computes it at once, before the rest of the block runs on, so
-// operands other threads store after it (a missing barrier) are read unwritten. On the GPU the
-// result may land any time before the wait; here it is there at once.
+// operands other threads store after it (a missing barrier) are read unwritten. The result lands
+// in d at the wgmma_wait that covers it (d reads NaN until then), and it is reported when a
+// thread's wgmma has no wgmma_fence since its last wait, when an operand changes in shared memory
+// before the wait, and when a thread ends with a wgmma it never waited for.
 uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo);
 void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate);
+void wgmma_fence();
+void wgmma_commit();
+void wgmma_wait(int pending);  // until at most `pending` committed groups are in flight
 
 // cvt.rna.tf32.f32: round to 10 mantissa bits, ties away from zero.
 float round_to_tf32(float x);

@@ -375,6 +375,19 @@ int main() {
     expect(!all_right, "a wgmma without the barrier after its operands' stores reads them unwritten");
     cuda_emu::set_order(cuda_emu::Order::kForward);
     cuda_emu::clear_problems();
+    run(5);
+    expect(problem_mentions("changed in shared memory while it was in flight"),
+           "an operand stored to before the wait is reported");
+    cuda_emu::clear_problems();
+    run(6);
+    expect(problem_mentions("without a wgmma_fence"), "a wgmma without wgmma_fence is reported");
+    cuda_emu::clear_problems();
+    run(7);
+    expect(problem_mentions("never waited for"), "a thread that ends with a wgmma in flight is reported");
+    cuda_emu::clear_problems();
+    run(8);
+    expect(std::isnan(p.d0[0]) && cuda_emu::problems().empty(), "accumulators read before the wait are NaN");
+    cuda_emu::clear_problems();
   }
 
   std::printf(failures ? "cuda_emu_test: %d failed\n" : "cuda_emu_test: all passed\n", failures);
