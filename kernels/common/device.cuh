@@ -40,6 +40,9 @@
 //                                            given: a batch on two accumulators names each
 //   fence_proxy_async()                      after writing wgmma operands with ordinary stores
 //                                            or cp.async, before the barrier ahead of the wgmma
+//   wgmma_index(row, k, cols), wgmma_kmajor(base, row0, k0, cols)   where an operand's element
+//                                            goes in that layout, and its descriptor at a k step
+//   wgmma_row(t, e), wgmma_col(t, e)         where accumulator register e of thread t lies
 #pragma once
 
 #include <cuda_runtime.h>
@@ -271,6 +274,23 @@ __device__ __forceinline__ void fence_proxy_async() {
 }
 
 #endif
+
+// wgmma's K-major layout without swizzle as our kernels store it: element (row, k) of an operand
+// with `cols` k-columns sits in 8 x 4 core matrices of 128 bytes, the cores of an 8-row group in k
+// order and the groups cols / 4 cores apart. A k step's two cores are then 128 bytes apart (the
+// descriptor's lbo) and the 8-row groups cols * 32 bytes (its sbo).
+__host__ __device__ inline int wgmma_index(int row, int k, int cols) {
+  return ((row >> 3) * (cols >> 2) + (k >> 2)) * 32 + (row & 7) * 4 + (k & 3);
+}
+// The descriptor of the rows from row0 at k step k0 of such an operand stored at `base`.
+__device__ inline uint64_t wgmma_kmajor(const float* base, int row0, int k0, int cols) {
+  return shared_descriptor(base + wgmma_index(row0, k0, cols), 128, static_cast<uint32_t>(cols) * 32);
+}
+// Where register e of an m64nN accumulator lies for thread t (0..127) of the warpgroup: the PTX
+// ISA's layout, warp t / 32 holding rows 16 (t / 32) .. + 16 and the m16n8 C fragment for each
+// 8 columns.
+__host__ __device__ inline int wgmma_row(int t, int e) { return 16 * (t >> 5) + ((t & 31) >> 2) + 8 * ((e >> 1) & 1); }
+__host__ __device__ inline int wgmma_col(int t, int e) { return 8 * (e >> 2) + 2 * (t & 3) + (e & 1); }
 
 // cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) on the current device unless
 // `done` (the caller's static, one per kernel) says it was set there already: the call costs host

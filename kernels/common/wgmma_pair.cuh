@@ -1,12 +1,12 @@
 // One small wgmma kernel that both the emulator's test (emu/cuda_emu_test.cc) and the GPU probe
-// (kernels/gdn-prefill/probes/chain_product.cu) run and check exactly: where they agree, the
-// emulator's wgmma is the GPU's. It covers what the kernels use: m64n32k8 and m64n16k8, two
+// (kernels/gdn-prefill/probes/chain_product.cu) run and check exactly: where both pass, the
+// operand layout, descriptors and register mapping the emulator assumes are the GPU's (its small
+// integers sum exactly, so rounding and summation order are not tested here). It covers what the kernels use: m64n32k8 and m64n16k8, two
 // warpgroups at once with different operands, a first k step that drops the accumulator's old
 // value (here NaN) and a second that adds to it.
 //
 // Warpgroup 0 multiplies A (64 x 16) by B0^T (B0 32 x 16), warpgroup 1 the same A by B1^T (B1
-// 16 x 16); operands K-major in core matrices, the two of a k step side by side (lbo 128 bytes),
-// 8-row groups 4 cores apart (sbo 512). Inputs are small integers, so every sum is exact. `mode`
+// 16 x 16); operands in device.cuh's K-major layout (wgmma_index, wgmma_kmajor). Inputs are small integers, so every sum is exact. `mode`
 // breaks it for the emulator's own checks (the GPU runs mode 0 only): 1, one thread of warpgroup
 // 0 gives another B descriptor; 2, warp 3 skips the wgmma; 3, A's descriptor points outside the
 // dynamic shared memory; 4, no barrier between the operands' stores and the wgmma; 5, A changes
@@ -21,10 +21,6 @@
 constexpr int kWgK = 16;
 constexpr int kWgmmaPairBytes = (64 + 32 + 16) * kWgK * 4;
 
-__host__ __device__ inline int wgmma_pair_core(int row, int k) {
-  return ((row / 8) * (kWgK / 4) + k / 4) * 32 + (row % 8) * 4 + k % 4;
-}
-
 __device__ float wgmma_pair_not_shared[64];
 
 __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, float* d0, float* d1, int mode) {
@@ -32,14 +28,13 @@ __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, flo
   float* as = sm;
   float* bs0 = as + 64 * kWgK;
   float* bs1 = bs0 + 32 * kWgK;
-  for (int i = threadIdx.x; i < 64 * kWgK; i += blockDim.x) as[wgmma_pair_core(i / kWgK, i % kWgK)] = a[i];
-  for (int i = threadIdx.x; i < 32 * kWgK; i += blockDim.x) bs0[wgmma_pair_core(i / kWgK, i % kWgK)] = b0[i];
-  for (int i = threadIdx.x; i < 16 * kWgK; i += blockDim.x) bs1[wgmma_pair_core(i / kWgK, i % kWgK)] = b1[i];
+  for (int i = threadIdx.x; i < 64 * kWgK; i += blockDim.x) as[wgmma_index(i / kWgK, i % kWgK, kWgK)] = a[i];
+  for (int i = threadIdx.x; i < 32 * kWgK; i += blockDim.x) bs0[wgmma_index(i / kWgK, i % kWgK, kWgK)] = b0[i];
+  for (int i = threadIdx.x; i < 16 * kWgK; i += blockDim.x) bs1[wgmma_index(i / kWgK, i % kWgK, kWgK)] = b1[i];
   fence_proxy_async();
   if (mode != 4) __syncthreads();
-  const int group = threadIdx.x / 128, t = threadIdx.x % 128, lane = t % 32, warp = t / 32;
+  const int group = threadIdx.x / 128, t = threadIdx.x % 128, warp = t / 32;
   if (mode == 2 && warp == 3) return;
-  const uint32_t lbo = 128, sbo = 128 * (kWgK / 4);
   float acc32[16], acc16[8];
   for (float& x : acc32) x = NAN;
   for (float& x : acc16) x = NAN;
@@ -48,12 +43,12 @@ __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, flo
     wgmma_fence(acc16);
   }
   for (int k = 0; k < kWgK; k += 8) {
-    const uint64_t da = shared_descriptor(mode == 3 ? wgmma_pair_not_shared : as + wgmma_pair_core(0, k), lbo, sbo);
+    const uint64_t da = wgmma_kmajor(mode == 3 ? wgmma_pair_not_shared : as, 0, k, kWgK);
     if (group == 0) {
       const int skew = mode == 1 && t == 5 ? 32 : 0;
-      wgmma_tf32<32>(acc32, da, shared_descriptor(bs0 + wgmma_pair_core(0, k) + skew, lbo, sbo), k > 0);
+      wgmma_tf32<32>(acc32, da, wgmma_kmajor(bs0 + skew, 0, k, kWgK), k > 0);
     } else {
-      wgmma_tf32<16>(acc16, da, shared_descriptor(bs1 + wgmma_pair_core(0, k), lbo, sbo), k > 0);
+      wgmma_tf32<16>(acc16, da, wgmma_kmajor(bs1, 0, k, kWgK), k > 0);
     }
   }
   wgmma_commit();
@@ -69,7 +64,7 @@ __global__ void wgmma_pair(const float* a, const float* b0, const float* b1, flo
   wgmma_wait<0>(acc16);
   const int n = group == 0 ? 32 : 16;
   for (int i = 0; i < n / 2; ++i) {
-    const int row = 16 * warp + lane / 4 + 8 * (i / 2 % 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+    const int row = wgmma_row(t, i), col = wgmma_col(t, i);
     if (mode != 8 || row + col > 0) d[row * n + col] = group == 0 ? acc32[i] : acc16[i];
   }
 }

@@ -1,4 +1,4 @@
-// make test's check of the CUDA kernel's own source, on the CPU: kernel.cu (both variants) runs
+// make test's check of the CUDA kernel's own source, on the CPU: kernel.cu (every variant) runs
 // under the emulator (kernels/common/emu) on the small cases in every mode, with the block's
 // threads in three orders. It must meet the accuracy bar against the float64 oracle (attention and
 // snapshots), give bit-identical results in every order (a difference means a shared-memory

@@ -665,17 +665,11 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
 //   U = U' - W S          wgmma m64n16k8: A = W (C x D), B = S^T (16 x D)
 //   S <- e^{G_last} S + K~^T U   D / 64 x wgmma m64n16k8: A = K~^T (D x C), B = U^T (16 x C)
 // Every operand sits in shared memory split into TF32 high parts and rests, K-major in wgmma's
-// core matrices (wg_core), so the 3xTF32 products need no fragment loads and no splits per warp:
+// core matrices (wgmma_index), so the 3xTF32 products need no fragment loads and no splits per warp:
 // W and K~^T are split once per chunk by the whole CTA (one buffer serves both in turn), S^T and
 // U^T as they are written. O is left to gdn_out, as in v4.
 constexpr int kTileV5 = 32;  // value columns per v5 scan CTA: two warpgroups of 16
-
-// Where element (row, k) of a K-major operand with `cols` columns sits: 8 x 4 core matrices of
-// 128 bytes, the ones of an 8-row group in k order, the groups cols / 4 cores apart. A k step of 8
-// is two cores, 128 bytes apart (the descriptor's lbo); the groups are cols * 32 bytes apart (sbo).
-__device__ __forceinline__ int wg_core(int row, int k, int cols) {
-  return ((row >> 3) * (cols >> 2) + (k >> 2)) * 32 + (row & 7) * 4 + (k & 3);
-}
+static_assert(kTileV % kTileV5 == 0, "gdn_out's 32 columns are whole v5 scan tiles");
 
 // A split operand: high parts at hi, rests at hi + rows * cols.
 struct WgSplit {
@@ -683,35 +677,30 @@ struct WgSplit {
   int rows, cols;
   __device__ __forceinline__ void set(int row, int k, float v) const {
     const float h = to_tf32(v);
-    const int at = wg_core(row, k, cols);
+    const int at = wgmma_index(row, k, cols);
     hi[at] = h;
     hi[rows * cols + at] = v - h;
   }
   __device__ __forceinline__ float get(int row, int k) const {
-    const int at = wg_core(row, k, cols);
+    const int at = wgmma_index(row, k, cols);
     return hi[at] + hi[rows * cols + at];
   }
   // The descriptors of the 64 (A) or 16 (B) rows from row0 at k step k0, high parts or rests.
   __device__ __forceinline__ uint64_t desc(int row0, int k0, bool rest) const {
-    return shared_descriptor(hi + (rest ? rows * cols : 0) + wg_core(row0, k0, cols), 128, cols * 32);
+    return wgmma_kmajor(hi + (rest ? rows * cols : 0), row0, k0, cols);
   }
 };
 
-// acc (+)= A[a_row0 ..][0 .. k_end) B[b_row0 .. + 16)[0 .. k_end)^T in 3xTF32: three wgmma a k
+// acc = A[a_row0 ..][0 .. k_end) B[b_row0 .. + 16)[0 .. k_end)^T in 3xTF32: three wgmma a k
 // step into one accumulator (the rests' products first, while the sum is small).
 __device__ __forceinline__ void wg_product(float (&acc)[8], const WgSplit& a, int a_row0, const WgSplit& b, int b_row0,
-                                           int k_end, bool accumulate) {
+                                           int k_end) {
   for (int k0 = 0; k0 < k_end; k0 += 8) {
-    wgmma_tf32<16>(acc, a.desc(a_row0, k0, true), b.desc(b_row0, k0, false), accumulate || k0 > 0);
+    wgmma_tf32<16>(acc, a.desc(a_row0, k0, true), b.desc(b_row0, k0, false), k0 > 0);
     wgmma_tf32<16>(acc, a.desc(a_row0, k0, false), b.desc(b_row0, k0, true), true);
     wgmma_tf32<16>(acc, a.desc(a_row0, k0, false), b.desc(b_row0, k0, false), true);
   }
 }
-
-// Where register e (0..7) of a thread's m64n16 accumulator lies: row within the 64, column
-// within the 16 (the PTX ISA's layout; thread t of the warpgroup).
-__device__ __forceinline__ int wg_row(int t, int e) { return 16 * (t >> 5) + ((t & 31) >> 2) + 8 * ((e >> 1) & 1); }
-__device__ __forceinline__ int wg_col(int t, int e) { return 8 * (e >> 2) + 2 * (t & 3) + (e & 1); }
 
 // Row strides of what v5 stages, padded so that the splits' and U's reads hit 32 banks (W: a
 // warp reads 8 rows x 4 columns; K, transposed: 4 rows x 8 columns) or 16 (U': 8 rows x 4 pairs).
@@ -789,7 +778,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
 #pragma unroll
     for (int r = 0; r < D / 64; ++r) wgmma_fence(acc[r]);
 #pragma unroll
-    for (int r = 0; r < D / 64; ++r) wg_product(acc[r], ksp, 64 * r, ut, gcol0, C, false);
+    for (int r = 0; r < D / 64; ++r) wg_product(acc[r], ksp, 64 * r, ut, gcol0, C);
     wgmma_commit();
 #pragma unroll
     for (int r = 0; r < D / 64; ++r) wgmma_wait<0>(acc[r]);
@@ -832,7 +821,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     // U = U' - W S for this warpgroup's 16 columns.
     float acc[8] = {};
     wgmma_fence(acc);
-    wg_product(acc, wsp, 0, st, gcol0, D, false);
+    wg_product(acc, wsp, 0, st, gcol0, D);
     wgmma_commit();
     async_wait<2>();  // U'
     __syncthreads();  // ... for every thread
@@ -840,7 +829,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     float* u_out = s.u + (unit0 + c) * C * D + col0;  // U over U', which only this CTA read
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const int u = wg_row(t, e), cc = gcol0 + wg_col(t, e);
+      const int u = wgmma_row(t, e), cc = gcol0 + wgmma_col(t, e);
       const float uv = u < n ? up[u * L::kU + cc] - acc[e] : 0.0f;
       ut.set(cc, u, uv);
       if (u < n) u_out[u * D + cc] = uv;
@@ -869,7 +858,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
         for (int r = 0; r < D / 64; ++r)
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
-            const int i = 64 * r + wg_row(t, e), cc = gcol0 + wg_col(t, e);
+            const int i = 64 * r + wgmma_row(t, e), cc = gcol0 + wgmma_col(t, e);
             dst[int64_t{col0 + cc} * D + i] = ge[u] * st.get(cc, i) + sacc[r][e];
           }
         __syncthreads();  // the split buffer is free (the next split_k writes it at once)
@@ -886,7 +875,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     for (int r = 0; r < D / 64; ++r)
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int i = 64 * r + wg_row(t, e), cc = gcol0 + wg_col(t, e);
+        const int i = 64 * r + wgmma_row(t, e), cc = gcol0 + wgmma_col(t, e);
         st.set(cc, i, glast * st.get(cc, i) + sacc[r][e]);
       }
     fence_proxy_async();
@@ -970,50 +959,53 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   if (c == s.chunks - 1) wait_for_primary();
 }
 
+// Launches one of these kernels with its shared-memory opt-in (asked once per device: `ready`,
+// the caller's static), plainly or (kEarly) started early.
+template <bool kEarly = false, typename Kernel>
+cudaError_t start(Kernel* kernel, dim3 grid, size_t bytes, std::atomic<uint64_t>& ready, cudaStream_t stream,
+                  const GdnArgs& a, const Scratch& s) {
+  cudaError_t e = allow_dynamic_shared(kernel, static_cast<int>(bytes), ready);
+  if (e != cudaSuccess) return e;
+  if constexpr (kEarly) e = LAUNCH_EARLY(kernel, grid, kThreads, bytes, stream, a, s);
+  else LAUNCH(kernel, grid, kThreads, bytes, stream, a, s);
+  return e == cudaSuccess ? cudaGetLastError() : e;
+}
+
+template <int D, bool kTC, bool kSplit>
+cudaError_t start_prep(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  static std::atomic<uint64_t> ready{0};
+  return start(gdn_prep<D, kTC, kSplit>, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), prep_smem<D, kTC, kSplit>(),
+               ready, stream, a, s);
+}
+
 // The output kernel of v4 and v5, started early (it waits for the scan chunk by chunk).
 template <int D, int kSignals>
-cudaError_t launch_out(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
-  auto* out = gdn_out<D, kSignals>;
-  static std::atomic<uint64_t> out_ready{0};
-  cudaError_t e = allow_dynamic_shared(out, out_smem<D>(), out_ready);
-  if (e == cudaSuccess)
-    e = LAUNCH_EARLY(out, dim3(static_cast<unsigned>(s.chunks * a.Hv * (D / kTileV)), a.B), kThreads, out_smem<D>(),
-                     stream, a, s);
-  return e == cudaSuccess ? cudaGetLastError() : e;
+cudaError_t start_out(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  static std::atomic<uint64_t> ready{0};
+  return start<true>(gdn_out<D, kSignals>, dim3(static_cast<unsigned>(s.chunks * a.Hv * (D / kTileV)), a.B),
+                     out_smem<D>(), ready, stream, a, s);
 }
 
 template <int D, bool kTC, bool kSplit, bool kApart = false>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
-  auto* prep = gdn_prep<D, kTC, kSplit>;
-  auto* scan = gdn_scan<D, kTC, kSplit, kApart>;
-  constexpr int prep_bytes = prep_smem<D, kTC, kSplit>(), scan_bytes = scan_smem<D, kTC, kSplit, kApart>();
-  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
-  cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
-  if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
-  if (e != cudaSuccess) return e;
-  LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
-  LAUNCH(scan, dim3(D / kScanCols<kApart>, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
-  if constexpr (kApart) {
-    e = cudaGetLastError();
-    return e == cudaSuccess ? launch_out<D, kTileV / kTileV4>(a, s, stream) : e;
-  }
-  return cudaGetLastError();
+  static std::atomic<uint64_t> scan_ready{0};
+  cudaError_t e = start_prep<D, kTC, kSplit>(a, s, stream);
+  if (e == cudaSuccess)
+    e = start(gdn_scan<D, kTC, kSplit, kApart>, dim3(D / kScanCols<kApart>, a.Hv, a.B), scan_smem<D, kTC, kSplit, kApart>(),
+              scan_ready, stream, a, s);
+  if constexpr (kApart)
+    if (e == cudaSuccess) e = start_out<D, kTileV / kTileV4>(a, s, stream);
+  return e;
 }
 
 // v5: v3's prep, the wgmma scan, v4's output.
 template <int D>
 cudaError_t launch_wg(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
-  auto* prep = gdn_prep<D, true, true>;
-  auto* scan = gdn_scan_wg<D>;
-  constexpr int prep_bytes = prep_smem<D, true, true>(), scan_bytes = wg_scan_smem<D>();
-  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
-  cudaError_t e = allow_dynamic_shared(prep, prep_bytes, prep_ready);
-  if (e == cudaSuccess) e = allow_dynamic_shared(scan, scan_bytes, scan_ready);
-  if (e != cudaSuccess) return e;
-  LAUNCH(prep, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), kThreads, prep_bytes, stream, a, s);
-  LAUNCH(scan, dim3(D / kTileV5, a.Hv, a.B), kThreads, scan_bytes, stream, a, s);
-  e = cudaGetLastError();
-  return e == cudaSuccess ? launch_out<D, 1>(a, s, stream) : e;
+  static std::atomic<uint64_t> scan_ready{0};
+  cudaError_t e = start_prep<D, true, true>(a, s, stream);
+  if (e == cudaSuccess)
+    e = start(gdn_scan_wg<D>, dim3(D / kTileV5, a.Hv, a.B), wg_scan_smem<D>(), scan_ready, stream, a, s);
+  return e == cudaSuccess ? start_out<D, kTileV / kTileV5>(a, s, stream) : e;
 }
 
 }  // namespace
