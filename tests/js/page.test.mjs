@@ -31,6 +31,11 @@ test('load a model and stream an answer from the page', async () => {
 
     await page.selectOption('#model', '1bit-tiny');
     await page.fill('#prompt', 'define apple');
+    // The temperature left empty: the engine samples with its default, so only that the answer
+    // completes is sure.
+    await page.click('#send');
+    await page.locator('#answer[data-done="1"]').waitFor({ timeout: 60000 });
+    assert.match(await page.textContent('#chatstatus'), /^done, \d+ chunks$/);
     // Greedy, so the trained model's answer is the same on every run.
     await page.fill('#temperature', '0');
     await page.click('#send');
