@@ -230,7 +230,7 @@ int run(const std::vector<std::string>& args, bool tune) {
                 << (v.wins ? "wins" : "no win") << "\n";
       if (!v.wins) continue;
       ++wins;
-      nlohmann::json entry = recipe_entry(rec, v, c.metric, engine_args, tried.env, where.device, where.gpu);
+      nlohmann::json entry = recipe_entry(rec, v, c.metric, engine_args, tried.env, where);
       if (!c.write_file.empty()) entry["id"] = append_recipe(c.write_file, entry);
       std::cout << entry.dump(2) << "\n";
     }

@@ -61,8 +61,7 @@ DeviceChoice resolve_device(const std::string& requested, const std::string& pro
   const std::vector<std::string> devices = list_engine_devices(program);
   if (lists_cuda(devices)) return {"cuda", first_gpu(devices)};
   if (requested == "cuda")
-    throw Error("--device cuda: " + program + " lists no CUDA device (" +
-                (engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1") + ")");
+    throw Error("--device cuda: " + program + " lists no CUDA device (" + why_no_cuda() + ")");
   return {"cpu", ""};
 }
 
@@ -75,6 +74,10 @@ DeviceChoice planned_device(const std::string& requested, const std::string& pro
   } catch (const Error&) {  // no engine to ask: auto follows how it was built
     return {requested == "auto" && !engine_built_with_cuda() ? "cpu" : "cuda", ""};
   }
+}
+
+std::string why_no_cuda() {
+  return engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1";
 }
 
 bool engine_built_with_cuda() {

@@ -29,6 +29,10 @@ DeviceChoice resolve_device(const std::string& requested, const std::string& pro
 // that cannot run leaves auto to how the pinned engine was built, with no GPU named.
 DeviceChoice planned_device(const std::string& requested, const std::string& program);
 
+// Why no CUDA device can be used: "no GPU is visible", or the engine was built without CUDA (and
+// how to rebuild it).
+std::string why_no_cuda();
+
 // Whether the pinned engine build (engine.json, embedded at build time) has CUDA.
 bool engine_built_with_cuda();
 

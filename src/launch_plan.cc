@@ -92,7 +92,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
     if (!opt->env.empty() && env.erase(opt->env) > 0) plan.env_removed.push_back(opt->env);
   }
   ArgBuilder b(engine, user, env);
-  const bool gpu = in.device == "cuda";
+  const bool gpu = in.where.device == "cuda";
 
   auto& a = plan.args;
   a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};
@@ -131,7 +131,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (in.recipes != nullptr) {
     ChildEnv child_env;
     child_env.inherited = env;
-    RecipeTarget target{in.device, in.gpu, kind, in.model};
+    RecipeTarget target{in.where.device, in.where.gpu, kind, in.model};
     plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
     plan.env_added = child_env.added;
   }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"
 #include "engine_args.h"
 #include "gguf_facts.h"
 #include "recipes.h"
@@ -24,8 +25,7 @@ struct LaunchInputs {
   const ModelFacts* model = nullptr;
   const ModelFacts* drafter = nullptr;    // for --draft / --dflash
   std::string program;                    // the llama-server binary
-  std::string device;                     // cpu or cuda (already resolved)
-  std::string gpu;                        // the engine's GPU model, for recipes ("" unknown)
+  DeviceChoice where;                     // cpu or cuda (already resolved); the GPU model for recipes
   int port = 0;                           // the engine's loopback port
   const RecipeSet* recipes = nullptr;     // nullptr: --no-recipes
   std::map<std::string, std::string> environment;  // this process's environment

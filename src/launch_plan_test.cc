@@ -23,7 +23,7 @@ struct Fixture {
     in.model = &model;
     in.drafter = with_drafter ? &drafter : nullptr;
     in.program = "/bin/llama-server";
-    in.device = device;
+    in.where = {device, ""};
     in.port = 4321;
     in.recipes = recipes ? &*recipes : nullptr;
     in.environment = env;

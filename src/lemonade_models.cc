@@ -74,8 +74,7 @@ ModelManager::ModelManager(Catalog& catalog, ManagerConfig config) : catalog_(ca
   } catch (const Error&) {
     auto_device_ = {"cpu", ""};
   }
-  if (const std::string note = unnamed_gpu_note("1bit lemonade", config_.recipes, auto_device_.device, auto_device_.gpu);
-      !note.empty())
+  if (const std::string note = unnamed_gpu_note("1bit lemonade", config_.recipes, auto_device_); !note.empty())
     std::cerr << note << "\n";
   monitor_ = std::thread(&ModelManager::monitor, this);
 }
@@ -131,8 +130,7 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   in.model_path = e.path;
   in.model = &facts;
   in.program = config_.llama_server;
-  in.device = device;
-  in.gpu = auto_device_.gpu;
+  in.where = {device, auto_device_.gpu};  // the GPU counts only where device is cuda
   in.port = m.port;
   in.recipes = config_.recipes;
   in.environment = current_environment();
@@ -183,8 +181,7 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   std::string device = options.value("llamacpp_backend", "auto");
   if (device == "auto") device = auto_device_.device;
   if (device == "cuda" && auto_device_.device != "cuda")
-    throw fail("the cuda backend is not available here (" +
-               std::string(engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA") + ")");
+    throw fail("the cuda backend is not available here (" + why_no_cuda() + ")");
 
   auto m = std::make_shared<LoadedModel>();
   m->name = e.id;

@@ -246,9 +246,8 @@ std::string recipe_devices(const Recipe& r) {
   return r.match.device ? "device " + join(*r.match.device) : "any device";
 }
 
-std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const std::string& device,
-                             const std::string& gpu) {
-  if (set == nullptr || device != "cuda" || !gpu.empty() ||
+std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const DeviceChoice& where) {
+  if (set == nullptr || where.device != "cuda" || !where.gpu.empty() ||
       std::none_of(set->recipes.begin(), set->recipes.end(), [](const Recipe& r) { return r.match.gpu.has_value(); }))
     return "";
   return who + ": the engine names no GPU model; recipes for a GPU model are left out";

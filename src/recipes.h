@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"
 #include "engine_args.h"
 #include "gguf_facts.h"
 
@@ -86,9 +87,8 @@ std::string recipe_devices(const Recipe& recipe);
 
 // Recipes for a GPU model cannot apply on a CUDA device whose model the engine does not name: the
 // line that says so, "<who>: the engine names no GPU model; ...", when `set` has such recipes
-// and `device` is cuda with `gpu` empty; else "".
-std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const std::string& device,
-                             const std::string& gpu);
+// and `where` is cuda with no GPU named; else "".
+std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const DeviceChoice& where);
 
 // The environment as the child will see it: the parent's variables plus those serve adds.
 struct ChildEnv {

@@ -132,7 +132,7 @@ int serve(const ServeOptions& o) {
     throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
   const DeviceChoice where = o.dry_run ? planned_device(o.device, program) : resolve_device(o.device, program);
   const std::string& device = where.device;
-  if (const std::string note = unnamed_gpu_note("1bit serve", recipes, device, where.gpu); !note.empty())
+  if (const std::string note = unnamed_gpu_note("1bit serve", recipes, where); !note.empty())
     std::cerr << note << "\n";
   // Our own port is taken before the engines' are picked, so no engine is handed it.
   Fd listener;
@@ -151,8 +151,7 @@ int serve(const ServeOptions& o) {
     in.model = &facts;
     in.drafter = draft_facts;
     in.program = program;
-    in.device = device;
-    in.gpu = where.gpu;
+    in.where = where;
     in.port = e.port;
     in.recipes = recipes;
     in.environment = current_environment();

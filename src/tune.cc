@@ -74,19 +74,19 @@ json recipe_body(const std::vector<std::string>& args, const std::vector<std::pa
 
 json recipe_entry(const BenchRecord& r, const TuneVerdict& v, const std::string& metric,
                   const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
-                  const std::string& device, const std::string& gpu) {
+                  const DeviceChoice& where) {
   const json& f = r.facts;
   std::string machine = r.machine.value("cpu", "unknown CPU");
   if (r.machine.contains("gpus") && !r.machine["gpus"].empty()) machine = r.machine["gpus"][0].get<std::string>();
   const std::string date = r.finished.substr(0, 10);
   const std::string unit = metric_named(metric).unit;
-  json match = {{"device", {device}}, {"architecture", {f.value("architecture", "")}}, {"moe", f.value("moe", false)},
+  json match = {{"device", {where.device}}, {"architecture", {f.value("architecture", "")}}, {"moe", f.value("moe", false)},
                 {"hadamard_q4_0", f.value("hadamard_q4_0", false)}, {"drafter", {"none"}}};
-  if (device == "cuda" && !gpu.empty()) match["gpu"] = {gpu};  // measured on this GPU only
+  if (where.device == "cuda" && !where.gpu.empty()) match["gpu"] = {where.gpu};  // measured on this GPU only
   std::vector<std::string> words;
   for (const auto& [k, val] : env) words.push_back(k + "=" + val);
   words.insert(words.end(), args.begin(), args.end());
-  json entry = {{"id", f.value("architecture", "model") + "-" + device + "-" + slug(words)},
+  json entry = {{"id", f.value("architecture", "model") + "-" + where.device + "-" + slug(words)},
                 {"match", match},
                 {"why", "wins on " + metric + " beyond the run's noise: median " + short_number(v.gain * 100) + "% better, noise " +
                             short_number(v.noise * 100) + "%"},

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "device.h"
 
 namespace onebit {
 
@@ -34,8 +35,7 @@ nlohmann::json recipe_body(const std::vector<std::string>& args,
 // device and (cuda) the GPU model it was measured on, `measured` as "<model>, <machine>, <metric> <base> -> <candidate>, <date>".
 nlohmann::json recipe_entry(const BenchRecord& record, const TuneVerdict& verdict, const std::string& metric,
                             const std::vector<std::string>& args,
-                            const std::vector<std::pair<std::string, std::string>>& env, const std::string& device,
-                            const std::string& gpu);
+                            const std::vector<std::pair<std::string, std::string>>& env, const DeviceChoice& where);
 
 // Appends `entry` to the recipes file at `path` (created when missing), keeping its id unique and
 // the file valid (it is parsed back before it replaces the old one). Returns the id written.

@@ -44,7 +44,7 @@ TEST(Tune, AWinMustClearTheNoise) {
 TEST(Tune, TheEntryQuotesItsMeasurement) {
   BenchRecord r = record({100, 100}, {120, 120});
   TuneVerdict v = judge(r, "try1", "decode-code");
-  nlohmann::json e = recipe_entry(r, v, "decode-code", {"-ub", "1024"}, {}, "cuda", "NVIDIA H200");
+  nlohmann::json e = recipe_entry(r, v, "decode-code", {"-ub", "1024"}, {}, {"cuda", "NVIDIA H200"});
   EXPECT_EQ(e["id"], "qwen3-cuda-ub-1024");
   EXPECT_EQ(e["measured"], "x.gguf, Test CPU, decode-code 100 -> 120 tok/s, 2026-11-30");
   EXPECT_EQ(e["match"]["device"], nlohmann::json({"cuda"}));
@@ -58,7 +58,7 @@ TEST(Tune, TheEntryQuotesItsMeasurement) {
 TEST(Tune, AppendKeepsTheFileValidAndIdsUnique) {
   testing::TempDir dir;
   BenchRecord r = record({100, 100}, {120, 120});
-  nlohmann::json e = recipe_entry(r, judge(r, "try1", "decode-code"), "decode-code", {"-ub", "1024"}, {}, "cpu", "");
+  nlohmann::json e = recipe_entry(r, judge(r, "try1", "decode-code"), "decode-code", {"-ub", "1024"}, {}, {"cpu", ""});
   EXPECT_FALSE(e["match"].contains("gpu"));
   EXPECT_EQ(append_recipe(dir.file("r.json"), e), "qwen3-cpu-ub-1024");
   EXPECT_EQ(append_recipe(dir.file("r.json"), e), "qwen3-cpu-ub-1024-2");
