@@ -5,7 +5,10 @@
 //   mma_s8_m16n8k32(d, a0..a3, b0, b1, c)   the int8 tensor-core instruction (PTX fragment layout)
 //   mma_tf32_m16n8k8(d, a0..a3, b0, b1, c)  the TF32 one: operands are floats already rounded to
 //                                           TF32 (to_tf32), accumulation in float
-//   to_tf32(x)                              x rounded to TF32 (cvt.rna.tf32.f32), as a float
+//   to_tf32(x)                              x rounded to TF32 as cvt.rna.tf32.f32 rounds (nearest,
+//                                           ties away), as a float, in two integer operations; a
+//                                           NaN or inf x gives some high part h, but then x - h is
+//                                           not finite either, so a 3xTF32 split keeps it
 //   copy_async_16(dst, src), copy_async_4    cp.async of 16 or 4 bytes, global to shared
 //   copy_async_16_or_zero(dst, src, copy)    copy_async_16, or (copy false) 16 zero bytes that
 //                                            land the same way, src not read
@@ -133,10 +136,9 @@ __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], float a0, float 
         "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])));
 }
 
+// cvt.rna.tf32.f32 itself compiles to four instructions on sm_90 (it tests for inf and NaN).
 __device__ __forceinline__ float to_tf32(float x) {
-  uint32_t r = __float_as_uint(x);
-  ONEBIT_SM80_ONLY(asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)));
-  return __uint_as_float(r);
+  return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u);
 }
 
 __device__ __forceinline__ void copy_async_16(void* dst, const void* src) {

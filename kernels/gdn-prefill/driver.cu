@@ -9,9 +9,10 @@
 //   wall_ms: <case> <sorted times>              per timed case (--bench-mode)
 //   case_ms: <case> <median>
 //   engine_ms: <case> <median> ... engine / <variant> <ratio>
-// Both variants (kernel.cuh) are checked and timed; their case names start with v1/ and v2/.
+// Every variant (kernel.cuh's kVariants) is checked and timed; case names start with its name
+// (v1/ .. v5/).
 //
-//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1|v2] [--reps N] [--no-engine]
+//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1..v5] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
 
 #include <algorithm>

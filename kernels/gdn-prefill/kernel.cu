@@ -81,8 +81,10 @@ Scratch carve(const GdnArgs& a, void* base, Variant v) {
 // lowest at 129.7 dB.
 // An operand fragment is split once (Split) and then serves every product it takes part in (the
 // compiler shared the splits already when each product split its own: same instruction counts).
-// The three products go to three accumulators: chained into one, each mma would wait for the one
-// before (tens of cycles apiece), and these loops are short of independent work.
+// The products go to two accumulators, ah bh to one and both rest products chained into the other
+// (Acc): with a third for each, prep's K K^T loop spilled under its 128-register cap, and on the
+// H200 two beat three (v3 195.9 -> 186.0 us at 32 x d128 x 1024, with prep's tiles above the
+// diagonal skipped; program.md).
 template <int N>
 struct Split {
   float h[N], l[N];
@@ -103,14 +105,14 @@ struct Split {
   }
 };
 
-struct Acc3 {
-  float hh[4] = {}, lh[4] = {}, hl[4] = {};
+struct Acc {
+  float hh[4] = {}, rest[4] = {};
   __device__ __forceinline__ void add(const Split<4>& a, const Split<2>& b) {
-    mma_tf32_m16n8k8(lh, a.l[0], a.l[1], a.l[2], a.l[3], b.h[0], b.h[1], lh);
-    mma_tf32_m16n8k8(hl, a.h[0], a.h[1], a.h[2], a.h[3], b.l[0], b.l[1], hl);
+    mma_tf32_m16n8k8(rest, a.l[0], a.l[1], a.l[2], a.l[3], b.h[0], b.h[1], rest);
     mma_tf32_m16n8k8(hh, a.h[0], a.h[1], a.h[2], a.h[3], b.h[0], b.h[1], hh);
+    mma_tf32_m16n8k8(rest, a.h[0], a.h[1], a.h[2], a.h[3], b.l[0], b.l[1], rest);
   }
-  __device__ __forceinline__ float sum(int e) const { return hh[e] + (lh[e] + hl[e]); }
+  __device__ __forceinline__ float sum(int e) const { return hh[e] + rest[e]; }
 };
 
 // A shared-memory matrix the scan keeps (the state tile, U): plain floats, or (v3) each value as
@@ -173,7 +175,7 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
 template <int kLdA, class B, int kN>
 __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, const B& b, int row0, int tile0,
                                          int k_end, int lane) {
-  Acc3 part[2][kN];  // [k step parity][j]
+  Acc part[2][kN];  // [k step parity][j]
   for (int k0 = 0; k0 < k_end; k0 += 16) {
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
@@ -281,8 +283,11 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
     // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each, kP of them in a row per warp.
     constexpr int kP = 32 / kWarps;
     const int row0 = 16 * (warp / (8 / kP)), col_tile0 = (warp % (8 / kP)) * kP;
-    Acc3 kk[kP], qk[kP];
-    for (int k0 = 0; k0 < D; k0 += 8) {
+    Acc kk[kP], qk[kP];
+    // Tiles wholly above the diagonal stay zero (A and P are lower triangular): warps whose
+    // tiles all are skip the products.
+    const int k_end = 8 * col_tile0 < row0 + 16 ? D : 0;
+    for (int k0 = 0; k0 < k_end; k0 += 8) {
       float fk[4], fq[4];
       load_a(fk, ks, L::kX, row0, k0, lane);
       load_a(fq, qs, L::kX, row0, k0, lane);
@@ -381,7 +386,7 @@ constexpr size_t scan_smem() {
 // acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]: the
 // D x kCols state's tiles of 16 x 8, kN of them in a row per warp from (srow0, scol0).
 template <int kLdK, class U, int kN>
-__device__ __forceinline__ void rank_update(Acc3 (&acc)[kN], const float* w, const float* kx, const U& us,
+__device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, const float* kx, const U& us,
                                             int srow0, int scol0, int k_end, int lane) {
   const int r = lane >> 2, q = lane & 3;
   for (int k0 = 0; k0 < k_end; k0 += 8) {
@@ -598,7 +603,7 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
         if constexpr (kSplit) {
           // S_t = e^{G_t} S + K~^T U with the decays to token t as weights (zero past t): the state
           // update's product on tensor cores, over the rows up to t.
-          Acc3 acc[kTiles];
+          Acc acc[kTiles];
           rank_update<L::kX>(acc, decay, kx, us, srow0, scol0, (t + 8) & ~7, lane);
 #pragma unroll
           for (int j = 0; j < kTiles; ++j)
@@ -621,7 +626,7 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
     const float glast = ge[n - 1];
     if constexpr (kTC) {
       // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
-      Acc3 acc[kTiles];
+      Acc acc[kTiles];
       rank_update<L::kX>(acc, gtail, kx, us, srow0, scol0, C, lane);
       float next[kTiles][4];
 #pragma unroll
@@ -685,6 +690,18 @@ struct WgSplit {
     const int at = wgmma_index(row, k, cols);
     return hi[at] + hi[rows * cols + at];
   }
+  // Elements k .. k + 3 of a row (k a multiple of 4): one core matrix row, 16 contiguous bytes.
+  __device__ __forceinline__ void set4(int row, int k, float4 v) const {
+    const float4 h = make_float4(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w));
+    const int at = wgmma_index(row, k, cols);
+    *reinterpret_cast<float4*>(hi + at) = h;
+    *reinterpret_cast<float4*>(hi + rows * cols + at) = make_float4(v.x - h.x, v.y - h.y, v.z - h.z, v.w - h.w);
+  }
+  __device__ __forceinline__ float4 get4(int row, int k) const {
+    const int at = wgmma_index(row, k, cols);
+    const float4 h = *reinterpret_cast<const float4*>(hi + at), r = *reinterpret_cast<const float4*>(hi + rows * cols + at);
+    return make_float4(h.x + r.x, h.y + r.y, h.z + r.z, h.w + r.w);
+  }
   // The descriptors of the 64 (A) or 16 (B) rows from row0 at k step k0, high parts or rests.
   __device__ __forceinline__ uint64_t desc(int row0, int k0, bool rest) const {
     return wgmma_kmajor(hi + (rest ? rows * cols : 0), row0, k0, cols);
@@ -703,10 +720,11 @@ __device__ __forceinline__ void wg_product(float (&acc)[8], const WgSplit& a, in
 }
 
 // Row strides of what v5 stages, padded so that the splits' and U's reads hit 32 banks (W: a
-// warp reads 8 rows x 4 columns; K, transposed: 4 rows x 8 columns) or 16 (U': 8 rows x 4 pairs).
+// quarter warp reads 16 bytes from each of 8 rows) or 16 (U': 8 rows x 4 pairs). K's split reads
+// 32 consecutive elements of a row: no padding.
 template <int D>
 struct WgStrides {
-  static constexpr int kW = D + 4, kK = D + 8, kU = kTileV5 + 8;
+  static constexpr int kW = D + 4, kK = D, kU = kTileV5 + 8;
 };
 
 template <int D>
@@ -761,12 +779,13 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     async_commit();
   };
   // K~^T into the split buffer with weights w[u] on K's rows: element (i, u) = w[u] K[u][i]. A
-  // warp's 32 threads write one core matrix.
+  // thread writes 4 u of one row i; a warp's lanes take 32 consecutive i (4 core matrices, one
+  // 16-byte store a lane), so its reads of K's rows hit 32 banks.
   auto split_k = [&](const float* w) {
-    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-      const int core = idx >> 5, in = idx & 31;
-      const int i = 8 * (core / (C / 4)) + (in >> 2), u = 4 * (core % (C / 4)) + (in & 3);
-      ksp.set(i, u, w[u] * kx[u * L::kK + i]);
+    for (int idx = threadIdx.x; idx < C * D / 4; idx += kThreads) {
+      const int rest = idx >> 5, i = 32 * (rest / (C / 4)) + (idx & 31), u = 4 * (rest % (C / 4));
+      const float* col = kx + u * L::kK + i;
+      ksp.set4(i, u, make_float4(w[u] * col[0], w[u + 1] * col[L::kK], w[u + 2] * col[2 * L::kK], w[u + 3] * col[3 * L::kK]));
     }
     fence_proxy_async();
     __syncthreads();
@@ -803,16 +822,21 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     }
     {
       // The state this chunk starts from, for gdn_out.
+      // A lane per column (coalesced stores), 4 state rows a thread (two 16-byte reads).
       float* dst = s.states + (unit0 + c) * D * D + col0;
-      for (int idx = threadIdx.x; idx < D * kTileV5; idx += kThreads) {
-        const int i = idx / kTileV5, cc = idx % kTileV5;
-        dst[i * D + cc] = st.get(cc, i);
+      for (int idx = threadIdx.x; idx < D * kTileV5 / 4; idx += kThreads) {
+        const int i = 4 * (idx / kTileV5), cc = idx % kTileV5;
+        const float4 v = st.get4(cc, i);
+        dst[i * D + cc] = v.x;
+        dst[(i + 1) * D + cc] = v.y;
+        dst[(i + 2) * D + cc] = v.z;
+        dst[(i + 3) * D + cc] = v.w;
       }
     }
-    for (int idx = threadIdx.x; idx < C * D; idx += kThreads) {
-      const int core = idx >> 5, in = idx & 31;
-      const int u = 8 * (core / (D / 4)) + (in >> 2), i = 4 * (core % (D / 4)) + (in & 3);
-      wsp.set(u, i, ws[u * L::kW + i]);
+    // W split, a core matrix row (4 elements) a thread: a quarter warp's 8 rows hit 32 banks.
+    for (int idx = threadIdx.x; idx < C * D / 4; idx += kThreads) {
+      const int core = idx >> 3, u = 8 * (core / (D / 4)) + (idx & 7), i = 4 * (core % (D / 4));
+      wsp.set4(u, i, *reinterpret_cast<const float4*>(ws + u * L::kW + i));
     }
     fence_proxy_async();
     __syncthreads();  // W split; the staged W is free

@@ -39,6 +39,7 @@ struct alignas(8) float2 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
@@ -104,7 +105,7 @@ void wgmma_fence();
 void wgmma_commit();
 void wgmma_wait(int pending);  // until at most `pending` committed groups are in flight
 
-// cvt.rna.tf32.f32: round to 10 mantissa bits, ties away from zero.
+// cvt.rna.tf32.f32's rounding: 10 mantissa bits, ties away from zero (device.cuh's integer steps).
 float round_to_tf32(float x);
 
 float half_bits_to_float(uint16_t h);
