@@ -8,7 +8,7 @@
 //   to_tf32(x)                              x rounded to TF32 as cvt.rna.tf32.f32 rounds (nearest,
 //                                           ties away), as a float, in two integer operations; a
 //                                           NaN or inf x gives some high part h, but then x - h is
-//                                           not finite either, so a 3xTF32 split keeps it
+//                                           not finite either: a 3xTF32 split stays non-finite
 //   copy_async_16(dst, src), copy_async_4    cp.async of 16 or 4 bytes, global to shared
 //   copy_async_16_or_zero(dst, src, copy)    copy_async_16, or (copy false) 16 zero bytes that
 //                                            land the same way, src not read

@@ -83,8 +83,7 @@ Scratch carve(const GdnArgs& a, void* base, Variant v) {
 // compiler shared the splits already when each product split its own: same instruction counts).
 // The products go to two accumulators, ah bh to one and both rest products chained into the other
 // (Acc): with a third for each, prep's K K^T loop spilled under its 128-register cap, and on the
-// H200 two beat three (v3 195.9 -> 186.0 us at 32 x d128 x 1024, with prep's tiles above the
-// diagonal skipped; program.md).
+// H200 two beat three in prep and mma_rows (v3 195.9 -> 187.6 us at 32 x d128 x 1024; program.md).
 template <int N>
 struct Split {
   float h[N], l[N];

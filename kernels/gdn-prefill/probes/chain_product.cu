@@ -4,8 +4,9 @@
 //   U (64 x 32) += W (64 x 128) S (128 x 32), float accuracy through the 3xTF32 split, repeated R
 //   times by one CTA, each repetition after the one before and a barrier (as the scan's chain is).
 //
-//   mma      the scan's way today (v3): 8 warps of mma.sync m16n8k8, W's fragments loaded from
-//            shared memory and split per fragment, S kept split as (high, rest) pairs.
+//   mma      the scan's way as of the eighth session (v3 at 3a8c410: three accumulators a tile):
+//            8 warps of mma.sync m16n8k8, W's fragments loaded from shared memory and split per
+//            fragment, S kept split as (high, rest) pairs.
 //   regs     the same mma.sync instructions with operands that stay in registers: what mma.sync
 //            costs when nothing else does (the tensor pipe's bound for this product).
 //   wgmma    one warpgroup (128 threads) of wgmma m64n32k8 reading split W and S straight from
