@@ -8,6 +8,9 @@
 #                                    machine is held); `wait-build` waits for it
 #   scripts/gpu_session.sh quick     the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
+#   scripts/gpu_session.sh ab        every gdn driver in .gpu (gdn_prefill_driver, and the
+#                                    gdn_prefill_driver_NAME builds of other branches), one after
+#                                    another in one call: oracle lines and the main cases' times
 #   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
 #                                    product with mma.sync and with wgmma, checked and timed (with
 #                                    its machine code)
@@ -43,7 +46,7 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode}
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode}
 hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
@@ -88,6 +91,15 @@ case $stage in
     done
     grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
+    ;;
+  ab)
+    for d in .gpu/gdn_prefill_driver .gpu/gdn_prefill_driver_*; do
+      [ -x "$d" ] || continue
+      name=${d##*/}
+      "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || true
+      echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
+      grep -hE '^case_ms: v[345]/d128-h(32-t1024-K1|32-t4096-K8|48k16-t1024-K1)-harsh ' "$out/$name.log" || true
+    done
     ;;
   probe)
     mkdir -p .gpu
