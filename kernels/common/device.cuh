@@ -46,6 +46,21 @@
 //   wgmma_index(row, k, cols), wgmma_kmajor(base, row0, k0, cols)   where an operand's element
 //                                            goes in that layout, and its descriptor at a k step
 //   wgmma_row(t, e), wgmma_col(t, e)         where accumulator register e of thread t lies
+//   LAUNCH_CLUSTER(kernel, grid, block, shared_bytes, stream, cluster_x, args...)   LAUNCH with
+//                                            thread-block clusters of cluster_x blocks along x (1 to
+//                                            8, dividing grid.x; sm_90), whose blocks run at once
+//                                            and reach each other's shared memory; returns the
+//                                            launch's cudaError_t
+//   cluster_rank(), cluster_size()           the block's rank in its cluster, the cluster's blocks
+//                                            (0 and 1 without clusters)
+//   cluster_sync()                           every thread of every block of the cluster arrives,
+//                                            then waits for the rest: writes before it, to any
+//                                            block's shared memory, are visible after it. A block
+//                                            whose shared memory others read must not end before
+//                                            they did: end with one too
+//   cluster_map_shared(p, rank)              the address of the byte at p (the block's dynamic
+//                                            shared memory) in block `rank`'s shared memory, which
+//                                            plain loads and stores use
 #pragma once
 
 #include <cuda_runtime.h>
@@ -101,6 +116,13 @@ inline void wgmma_wait(float (&)[R]) {
   ::cuda_emu::wgmma_wait(N);
 }
 inline void fence_proxy_async() {}
+#define LAUNCH_CLUSTER(kernel, grid, block, shared_bytes, stream, cluster_x, ...)                      \
+  ::cuda_emu::launch(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes, \
+                     [&] { kernel(__VA_ARGS__); }, cluster_x)
+inline unsigned cluster_rank() { return ::cuda_emu::cluster_rank(); }
+inline unsigned cluster_size() { return ::cuda_emu::cluster_size(); }
+inline void cluster_sync() { ::cuda_emu::cluster_sync(); }
+inline void* cluster_map_shared(const void* p, int rank) { return ::cuda_emu::cluster_map_shared(p, rank); }
 
 #else
 
@@ -272,6 +294,65 @@ __device__ __forceinline__ void wgmma_wait(float (&d)[R]) {
 __device__ __forceinline__ void fence_proxy_async() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// A launch with clusters fails before sm_90 (cudaLaunchKernelEx returns the error).
+template <typename... Params, typename... Args>
+inline cudaError_t launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                                  cudaStream_t stream, unsigned cluster_x, Args... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cluster_x;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+#define LAUNCH_CLUSTER(kernel, grid, block, shared_bytes, stream, cluster_x, ...) \
+  launch_cluster(kernel, grid, block, shared_bytes, stream, cluster_x, __VA_ARGS__)
+
+// Clusters exist from sm_90 on (not only sm_90a). Before it every launch is a cluster of one block,
+// which is what these compile to there: rank 0 of 1, the block barrier, the block's own address.
+__device__ __forceinline__ unsigned cluster_rank() {
+#if __CUDA_ARCH__ >= 900
+  unsigned rank;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+#else
+  return 0;
+#endif
+}
+__device__ __forceinline__ unsigned cluster_size() {
+#if __CUDA_ARCH__ >= 900
+  unsigned size;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+  return size;
+#else
+  return 1;
+#endif
+}
+__device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+#else
+  __syncthreads();
+#endif
+}
+// mapa on a generic address gives a generic one, into the shared::cluster window.
+__device__ __forceinline__ void* cluster_map_shared(const void* p, int rank) {
+#if __CUDA_ARCH__ >= 900
+  uint64_t mapped;
+  asm("mapa.u64 %0, %1, %2;" : "=l"(mapped) : "l"(p), "r"(rank));
+  return reinterpret_cast<void*>(mapped);
+#else
+  return const_cast<void*>(p);
 #endif
 }
 

@@ -94,7 +94,7 @@ constexpr size_t kDefaultShared = 48 * 1024;
 constexpr size_t kMaxShared = 227 * 1024;
 constexpr size_t kStackBytes = 256 * 1024;
 
-enum class State { kRunnable, kBarrier, kWarpOp, kDone };
+enum class State { kRunnable, kBarrier, kClusterBarrier, kWarpOp, kDone };
 
 // A warp-wide operation's inputs and outputs for one thread.
 struct WarpSlot {
@@ -151,7 +151,9 @@ struct Fiber {
   void* sp = nullptr;  // its saved stack pointer while it is not running
   std::vector<PendingCopy> open_group;               // cp.async copies since the last commit
   std::vector<std::vector<PendingCopy>> committed;  // oldest first
-  std::vector<char> stack;
+  // Allocated uninitialized: the pages a fiber never touches cost no memory, which matters for
+  // clusters (up to 8 x 1024 fibers).
+  std::unique_ptr<char[]> stack;
   State state = State::kRunnable;
   // Where the barrier is in the source, to tell barriers apart (a return address would not do:
   // an optimizer may copy one barrier's call into both arms of a branch before it). Two barriers
@@ -164,6 +166,8 @@ struct Fiber {
   bool wgmma_fenced = false;                               // a wgmma_fence since the last wait
 };
 
+// The blocks of one cluster run together: fiber r * threads + t is thread t of the block of rank
+// r. A plain launch is a cluster of one block.
 struct Emulator {
   Order order = Order::kForward;
   std::mt19937_64 rng{1};
@@ -171,7 +175,15 @@ struct Emulator {
   cudaError_t last_error = cudaSuccess;
   std::map<const void*, size_t> max_shared;
   std::vector<Fiber> fibers;
-  std::vector<unsigned char> shared;
+  int threads = 0;  // per block
+  int cluster = 1;  // blocks per cluster
+  Index cluster_first{};  // the block index of the cluster's rank 0
+  int rank = 0;  // the block whose fiber runs (or whose warps the scheduler completes)
+  std::vector<std::vector<unsigned char>> shared;  // each block's dynamic shared memory
+  std::vector<int> finished;  // each block's finished threads
+  // The static shared section holds block `resident`'s arrays; the others wait in static_copy.
+  std::vector<std::vector<char>> static_copy;
+  int resident = 0;
   void* scheduler = nullptr;  // the scheduler's saved stack pointer
   int current = -1;
   const std::function<void()>* body = nullptr;
@@ -185,6 +197,25 @@ Emulator& emu() {
 void problem(const std::string& line) {
   Emulator& e = emu();
   if (e.problems.size() < 4096) e.problems += line + "\n";
+}
+
+std::vector<unsigned char>& block_shared() {
+  Emulator& e = emu();
+  return e.shared[static_cast<size_t>(e.rank)];
+}
+
+size_t static_bytes() { return static_cast<size_t>(__stop_cuda_emu_shared - __start_cuda_emu_shared); }
+
+// Makes block `rank` of the cluster the current one: its index, its dynamic shared memory, and its
+// static shared arrays in the section (the previous block's saved aside).
+void select_block(int rank) {
+  Emulator& e = emu();
+  e.rank = rank;
+  block_index = {e.cluster_first.x + static_cast<unsigned>(rank), e.cluster_first.y, e.cluster_first.z};
+  if (rank == e.resident || __start_cuda_emu_shared == nullptr) return;
+  std::memcpy(e.static_copy[static_cast<size_t>(e.resident)].data(), __start_cuda_emu_shared, static_bytes());
+  std::memcpy(__start_cuda_emu_shared, e.static_copy[static_cast<size_t>(rank)].data(), static_bytes());
+  e.resident = rank;
 }
 
 void yield(State s) {
@@ -203,13 +234,17 @@ void yield(State s) {
   Emulator& e = emu();
   (*e.body)();
   e.fibers[e.current].state = State::kDone;
+  // A block that has ended leaves its shared memory to the next block on the GPU: what the rest of
+  // its cluster reads there afterwards (no cluster_sync before the end) is NaN.
+  if (e.cluster > 1 && ++e.finished[static_cast<size_t>(e.rank)] == e.threads)
+    std::memset(block_shared().data(), 0xff, block_shared().size());
   while (true) cuda_emu_switch(&e.fibers[e.current].sp, e.scheduler);
 }
 
 // A fresh fiber's stack as cuda_emu_switch leaves a suspended one: the saved registers (zero),
 // then fiber_entry as the return address, at the alignment a called function expects.
-void* initial_stack(std::vector<char>& stack) {
-  auto top = reinterpret_cast<uintptr_t>(stack.data() + stack.size()) & ~uintptr_t{15};
+void* initial_stack(char* stack) {
+  auto top = reinterpret_cast<uintptr_t>(stack + kStackBytes) & ~uintptr_t{15};
   void** sp = reinterpret_cast<void**>(top);
 #if defined(__x86_64__)
   *--sp = nullptr;                                   // fiber_entry's own "return address" slot
@@ -230,10 +265,16 @@ std::string block_name() {
   return "block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
 }
 
+std::string cluster_name() {
+  const Emulator& e = emu();
+  const Index b = e.cluster_first;
+  return "cluster of blocks (" + std::to_string(b.x) + ".." + std::to_string(b.x + static_cast<unsigned>(e.cluster) - 1) +
+         "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
+}
+
 // One operand of wgmma as its descriptor says: element (row, k) of `rows` rows and k < 8, read as
 // TF32. Empty (after a problem line) when the descriptor does not fit the block's shared memory.
 std::vector<float> wgmma_operand(uint64_t desc, int rows) {
-  Emulator& e = emu();
   const size_t start = (desc & 0x3FFF) << 4, lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
   if (desc >> 62 != 0) {
     problem(block_name() + ": a wgmma descriptor with swizzling, which the emulator does not model");
@@ -243,27 +284,29 @@ std::vector<float> wgmma_operand(uint64_t desc, int rows) {
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < 8; ++k) {
       const size_t at = start + (r / 8) * sbo + (k / 4) * lbo + (r % 8) * 16 + (k % 4) * 4;
-      if (at + 4 > e.shared.size()) {
+      if (at + 4 > block_shared().size()) {
         problem(block_name() + ": a wgmma operand reaches past the dynamic shared memory");
         return {};
       }
       float v;
-      std::memcpy(&v, e.shared.data() + at, 4);
+      std::memcpy(&v, block_shared().data() + at, 4);
       m[static_cast<size_t>(r) * 8 + k] = tf32_truncated(v);
     }
   return m;
 }
 
-// Completes a wgmma when all four warps of the warpgroup holding warp `w` are at it.
+// Completes a wgmma when all four warps of the warpgroup holding warp `w` of the current block are
+// at it.
 bool finish_wgmma(int w, int threads) {
   Emulator& e = emu();
+  const int base = e.rank * e.threads;
   const int first = w / 4 * 128, last = first + 128;
   if (last > threads) return false;
   for (int t = first; t < last; ++t)
-    if (e.fibers[t].state != State::kWarpOp || e.fibers[t].slot.op != kWgmmaTf32) return false;
-  const WarpSlot& lead = e.fibers[first].slot;
+    if (e.fibers[base + t].state != State::kWarpOp || e.fibers[base + t].slot.op != kWgmmaTf32) return false;
+  const WarpSlot& lead = e.fibers[base + first].slot;
   for (int t = first; t < last; ++t) {
-    const WarpSlot& s = e.fibers[t].slot;
+    const WarpSlot& s = e.fibers[base + t].slot;
     if (s.desc[0] != lead.desc[0] || s.desc[1] != lead.desc[1] || s.n != lead.n || s.accumulate != lead.accumulate) {
       problem(block_name() + ": the threads of a warpgroup give one wgmma different operands");
       break;
@@ -275,7 +318,7 @@ bool finish_wgmma(int w, int threads) {
   if (!a.empty() && !b.empty()) {
     bool unfenced = false;
     for (int t = first; t < last; ++t) {
-      Fiber& f = e.fibers[t];
+      Fiber& f = e.fibers[base + t];
       const WarpSlot& s = f.slot;
       unfenced = unfenced || !f.wgmma_fenced;
       // Accumulating onto a wgmma still in flight adds to its result, as the hardware chains them.
@@ -298,21 +341,22 @@ bool finish_wgmma(int w, int threads) {
     }
     if (unfenced) problem(block_name() + ": a wgmma without a wgmma_fence since the thread's last wait");
   }
-  for (int t = first; t < last; ++t) e.fibers[t].state = State::kRunnable;
+  for (int t = first; t < last; ++t) e.fibers[base + t].state = State::kRunnable;
   return true;
 }
 
-// Completes the warp-wide operation every thread of warp `w` waits at; false when the warp is
-// not all there (divergence).
+// Completes the warp-wide operation every thread of warp `w` of the current block waits at; false
+// when the warp is not all there (divergence).
 bool finish_warp_op(int w, int threads) {
   Emulator& e = emu();
+  const int base = e.rank * e.threads;
   const int first = w * 32, last = std::min(threads, first + 32);
-  const int op = e.fibers[first].slot.op;
+  const int op = e.fibers[base + first].slot.op;
   if (op == kWgmmaTf32) return finish_wgmma(w, threads);
   for (int t = first; t < last; ++t)
-    if (e.fibers[t].state != State::kWarpOp || e.fibers[t].slot.op != op) return false;
+    if (e.fibers[base + t].state != State::kWarpOp || e.fibers[base + t].slot.op != op) return false;
   if (last - first != 32) return false;  // a partial warp: our kernels never use one
-  auto lane = [&](int l) -> WarpSlot& { return e.fibers[first + l].slot; };
+  auto lane = [&](int l) -> WarpSlot& { return e.fibers[base + first + l].slot; };
   if (op == kSyncWarp) {
     // Nothing to compute: the warp has met.
   } else if (op == kShflInt || op == kShflFloat) {
@@ -377,13 +421,18 @@ bool finish_warp_op(int w, int threads) {
       }
     }
   }
-  for (int t = first; t < last; ++t) e.fibers[t].state = State::kRunnable;
+  for (int t = first; t < last; ++t) e.fibers[base + t].state = State::kRunnable;
   return true;
 }
 
-void run_block(int threads) {
+// Runs the blocks of one cluster (e.cluster of them, from e.cluster_first) to the end, their
+// threads interleaved: each round runs every runnable thread of the cluster, in the chosen order,
+// until it waits; then warp operations complete, a block whose threads all wait at one
+// __syncthreads passes it, and the cluster passes a cluster_sync once all its threads wait there.
+void run_cluster() {
   Emulator& e = emu();
-  for (int t = 0; t < threads; ++t) {
+  const int threads = e.threads, all = e.cluster * threads;
+  for (int t = 0; t < all; ++t) {
     Fiber& f = e.fibers[t];
     f.state = State::kRunnable;
     f.file = nullptr;
@@ -392,65 +441,100 @@ void run_block(int threads) {
     f.wgmma_open.clear();
     f.wgmma_committed.clear();
     f.wgmma_fenced = false;
-    f.sp = initial_stack(f.stack);
+    f.sp = initial_stack(f.stack.get());
   }
-  std::vector<int> order(threads);
+  std::fill(e.finished.begin(), e.finished.end(), 0);
+  std::vector<int> order(all);
   e.abort_block = false;
+  auto fiber = [&](int rank, int t) -> Fiber& { return e.fibers[rank * threads + t]; };
+  auto resume = [&](int i) {
+    select_block(i / threads);
+    e.current = i;
+    thread_index = index_of(static_cast<unsigned>(i % threads), block_dim);
+    cuda_emu_switch(&e.scheduler, e.fibers[i].sp);
+  };
   while (true) {
-    for (int t = 0; t < threads; ++t) order[t] = t;
+    for (int i = 0; i < all; ++i) order[i] = i;
     if (e.order == Order::kReverse) std::reverse(order.begin(), order.end());
     if (e.order == Order::kShuffled) std::shuffle(order.begin(), order.end(), e.rng);
-    for (int t : order) {
-      if (e.fibers[t].state != State::kRunnable) continue;
-      e.current = t;
-      thread_index = index_of(static_cast<unsigned>(t), block_dim);
-      cuda_emu_switch(&e.scheduler, e.fibers[t].sp);
-    }
+    for (int i : order)
+      if (e.fibers[i].state == State::kRunnable) resume(i);
     // Every thread now waits at a barrier or a warp operation, is done, or (below) runnable again.
     bool progressed = false;
-    for (int w = 0; w * 32 < threads; ++w) {
-      bool any = false;
-      for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || e.fibers[t].state == State::kWarpOp;
-      if (any) progressed = finish_warp_op(w, threads) || progressed;
-    }
-    // A wgmma finished early (by its last thread) leaves its warpgroup runnable after its turn.
-    for (int t = 0; t < threads && !progressed; ++t) progressed = e.fibers[t].state == State::kRunnable;
-    if (progressed) continue;
-    int done = 0, waiting = 0;
-    const Fiber* first = nullptr;
-    bool same = true, warp_stuck = false;
-    for (int t = 0; t < threads; ++t) {
-      const Fiber& f = e.fibers[t];
-      if (f.state == State::kDone) ++done;
-      else if (f.state == State::kWarpOp) warp_stuck = true;
-      else {
-        ++waiting;
-        if (first == nullptr) first = &f;
-        else same = same && f.line == first->line && std::strcmp(f.file, first->file) == 0;
+    for (int r = 0; r < e.cluster; ++r) {
+      select_block(r);
+      for (int w = 0; w * 32 < threads; ++w) {
+        bool any = false;
+        for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || fiber(r, t).state == State::kWarpOp;
+        if (any) progressed = finish_warp_op(w, threads) || progressed;
       }
     }
-    if (done == threads) {
-      for (int t = 0; t < threads; ++t)
-        if (!e.fibers[t].wgmma_open.empty() || !e.fibers[t].wgmma_committed.empty()) {
-          problem(block_name() + ": a thread ended with a wgmma it never waited for");
-          break;
+    // A wgmma finished early (by its last thread) leaves its warpgroup runnable after its turn.
+    for (int i = 0; i < all && !progressed; ++i) progressed = e.fibers[i].state == State::kRunnable;
+    if (progressed) continue;
+    // What each block's threads wait at.
+    struct Count {
+      int done = 0, barrier = 0, cluster = 0;
+      bool same = true, warp_stuck = false;
+    };
+    std::vector<Count> counts(static_cast<size_t>(e.cluster));
+    int done = 0, at_cluster = 0;
+    for (int r = 0; r < e.cluster; ++r) {
+      Count& c = counts[static_cast<size_t>(r)];
+      const Fiber* first = nullptr;
+      for (int t = 0; t < threads; ++t) {
+        const Fiber& f = fiber(r, t);
+        if (f.state == State::kDone) ++c.done;
+        else if (f.state == State::kWarpOp) c.warp_stuck = true;
+        else if (f.state == State::kClusterBarrier) ++c.cluster;
+        else {
+          ++c.barrier;
+          if (first == nullptr) first = &f;
+          else c.same = c.same && f.line == first->line && std::strcmp(f.file, first->file) == 0;
         }
+      }
+      done += c.done;
+      at_cluster += c.cluster;
+      if (c.barrier == threads && c.same) {
+        for (int t = 0; t < threads; ++t) fiber(r, t).state = State::kRunnable;
+        progressed = true;
+      }
+    }
+    if (at_cluster == all) {
+      for (int i = 0; i < all; ++i) e.fibers[i].state = State::kRunnable;
+      progressed = true;
+    }
+    if (progressed) continue;
+    if (done == all) {
+      for (int r = 0; r < e.cluster; ++r)
+        for (int t = 0; t < threads; ++t)
+          if (!fiber(r, t).wgmma_open.empty() || !fiber(r, t).wgmma_committed.empty()) {
+            select_block(r);
+            problem(block_name() + ": a thread ended with a wgmma it never waited for");
+            break;
+          }
       return;
     }
-    if (warp_stuck) problem(block_name() + ": a warp-wide operation not reached by the whole warp");
-    else if (done > 0) problem(block_name() + ": " + std::to_string(waiting) + " threads wait at a barrier that " +
-                               std::to_string(done) + " finished threads never reach");
-    else if (!same) problem(block_name() + ": threads wait at different barriers");
-    if (warp_stuck || done > 0 || !same) {
-      e.abort_block = true;
-      for (int t = 0; t < threads; ++t)
-        if (e.fibers[t].state != State::kDone) {
-          e.current = t;
-          cuda_emu_switch(&e.scheduler, e.fibers[t].sp);
-        }
-      return;
+    // Stuck: say why, then let every thread left end.
+    for (int r = 0; r < e.cluster; ++r) {
+      const Count& c = counts[static_cast<size_t>(r)];
+      select_block(r);
+      if (c.warp_stuck) problem(block_name() + ": a warp-wide operation not reached by the whole warp");
+      else if (c.barrier > 0 && c.done > 0)
+        problem(block_name() + ": " + std::to_string(c.barrier + c.cluster) + " threads wait at a barrier that " +
+                std::to_string(c.done) + " finished threads never reach");
+      else if (c.barrier > 0 && !c.same) problem(block_name() + ": threads wait at different barriers");
+      else if (c.barrier > 0 && c.cluster > 0)
+        problem(block_name() + ": " + std::to_string(c.cluster) + " threads wait at a cluster barrier and " +
+                std::to_string(c.barrier) + " at a block barrier");
     }
-    for (int t = 0; t < threads; ++t) e.fibers[t].state = State::kRunnable;
+    if (at_cluster > 0 && done > 0)
+      problem(cluster_name() + ": " + std::to_string(at_cluster) + " threads wait at a cluster barrier that " +
+              std::to_string(done) + " finished threads never reach");
+    e.abort_block = true;
+    for (int i = 0; i < all; ++i)
+      if (e.fibers[i].state != State::kDone) resume(i);
+    return;
   }
 }
 
@@ -482,7 +566,8 @@ cudaError_t set_max_dynamic_shared(const void* kernel, int bytes) {
   return cudaSuccess;
 }
 
-cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_bytes, const std::function<void()>& body) {
+cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_bytes, const std::function<void()>& body,
+                   unsigned cluster_x) {
   Emulator& e = emu();
   const unsigned threads = block.x * block.y * block.z;
   auto it = e.max_shared.find(kernel);
@@ -493,28 +578,40 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_byt
     why = "a grid of " + std::to_string(grid.x) + " x " + std::to_string(grid.y) + " x " + std::to_string(grid.z);
   else if (dynamic_bytes > limit)
     why = std::to_string(dynamic_bytes) + " bytes of dynamic shared memory (the kernel may use " + std::to_string(limit) + ")";
+  else if (cluster_x == 0 || cluster_x > 8 || grid.x % cluster_x != 0)
+    why = "clusters of " + std::to_string(cluster_x) + " blocks on a grid x of " + std::to_string(grid.x) +
+          " (1 to 8 blocks, dividing it)";
   if (!why.empty()) {
     problem("launch refused: " + why);
     e.last_error = cudaErrorInvalidConfiguration;
     return e.last_error;
   }
-  if (e.fibers.size() < threads) {
-    e.fibers.resize(threads);
-    for (Fiber& f : e.fibers) f.stack.resize(kStackBytes);
+  const size_t fibers = static_cast<size_t>(threads) * cluster_x;
+  if (e.fibers.size() < fibers) {
+    e.fibers.resize(fibers);
+    for (Fiber& f : e.fibers)
+      if (f.stack == nullptr) f.stack.reset(new char[kStackBytes]);
   }
-  e.shared.resize(dynamic_bytes);
+  e.threads = static_cast<int>(threads);
+  e.cluster = static_cast<int>(cluster_x);
+  e.shared.assign(cluster_x, std::vector<unsigned char>(dynamic_bytes));
+  e.finished.assign(cluster_x, 0);
+  e.static_copy.assign(cluster_x > 1 ? cluster_x : 0, std::vector<char>(static_bytes()));
   e.body = &body;
   block_dim = block;
   grid_dim = grid;
   const size_t before = e.problems.size();
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        block_index = {x, y, z};
-        std::memset(e.shared.data(), 0xff, e.shared.size());  // NaN, as uninitialized as it gets
-        if (__start_cuda_emu_shared != nullptr)
-          std::memset(__start_cuda_emu_shared, 0xff, static_cast<size_t>(__stop_cuda_emu_shared - __start_cuda_emu_shared));
-        run_block(static_cast<int>(threads));
+      for (unsigned x = 0; x < grid.x; x += cluster_x) {
+        e.cluster_first = {x, y, z};
+        // NaN, as uninitialized as it gets: each block's dynamic shared memory and static arrays.
+        for (std::vector<unsigned char>& s : e.shared) std::memset(s.data(), 0xff, s.size());
+        for (std::vector<char>& s : e.static_copy) std::memset(s.data(), 0xff, s.size());
+        if (__start_cuda_emu_shared != nullptr) std::memset(__start_cuda_emu_shared, 0xff, static_bytes());
+        e.resident = 0;
+        select_block(0);
+        run_cluster();
       }
   if (e.problems.size() != before) e.last_error = cudaErrorLaunchFailure;
   return cudaSuccess;
@@ -533,7 +630,28 @@ void syncthreads(const char* file, int line) {
   yield(State::kBarrier);
 }
 
-void* dynamic_shared() { return emu().shared.data(); }
+void* dynamic_shared() { return block_shared().data(); }
+
+unsigned cluster_rank() { return static_cast<unsigned>(emu().rank); }
+unsigned cluster_size() { return static_cast<unsigned>(emu().cluster); }
+
+void cluster_sync() { yield(State::kClusterBarrier); }
+
+void* cluster_map_shared(const void* p, int rank) {
+  Emulator& e = emu();
+  const auto* at = static_cast<const unsigned char*>(p);
+  const std::vector<unsigned char>& own = block_shared();
+  if (at < own.data() || at >= own.data() + own.size()) {
+    problem(block_name() + ": cluster_map_shared of an address outside the block's dynamic shared memory");
+    return const_cast<void*>(p);
+  }
+  if (rank < 0 || rank >= e.cluster) {
+    problem(block_name() + ": cluster_map_shared to rank " + std::to_string(rank) + " of a cluster of " +
+            std::to_string(e.cluster));
+    return const_cast<void*>(p);
+  }
+  return e.shared[static_cast<size_t>(rank)].data() + (at - own.data());
+}
 
 void syncwarp() {
   Emulator& e = emu();
@@ -572,13 +690,13 @@ void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, flo
 }
 
 uint64_t shared_descriptor(const void* at, uint32_t lbo, uint32_t sbo) {
-  Emulator& e = emu();
   const auto* p = static_cast<const unsigned char*>(at);
-  if (p < e.shared.data() || p >= e.shared.data() + e.shared.size()) {
+  const std::vector<unsigned char>& shared = block_shared();
+  if (p < shared.data() || p >= shared.data() + shared.size()) {
     problem(block_name() + ": a wgmma operand outside the dynamic shared memory");
     return 0;
   }
-  const uint64_t offset = static_cast<uint64_t>(p - e.shared.data());
+  const uint64_t offset = static_cast<uint64_t>(p - shared.data());
   if ((offset | lbo | sbo) % 16 != 0) problem(block_name() + ": a wgmma descriptor not in 16-byte steps");
   return ((offset & 0x3FFFF) >> 4) | (uint64_t{(lbo & 0x3FFFF) >> 4} << 16) | (uint64_t{(sbo & 0x3FFFF) >> 4} << 32);
 }
@@ -597,8 +715,7 @@ void wgmma_tf32(float* d, int n, uint64_t a, uint64_t b, bool accumulate) {
   // runs on: a wgmma that reads shared memory other warpgroups have not written yet (a missing
   // barrier) reads it unwritten, as it could on the GPU.
   f.state = State::kWarpOp;
-  const int threads = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
-  if (finish_wgmma(e.current / 32, threads)) return;
+  if (finish_wgmma(e.current % e.threads / 32, e.threads)) return;
   yield(State::kWarpOp);
 }
 

@@ -1,7 +1,8 @@
 // Runs this project's CUDA kernels on the CPU, so that CI (no GPU) checks the kernels' own source:
 // indexing, shared-memory layout, barriers, launch limits. Each block's threads run as fibers
 // on one OS thread, switching at __syncthreads() and at warp-wide operations; blocks run one
-// after another. Kernels are compiled unchanged by the host compiler with this directory first on
+// after another, except the blocks of a thread-block cluster (launch's cluster_x), which run
+// together: their threads interleave, each block with its own shared memory. Kernels are compiled unchanged by the host compiler with this directory first on
 // the include path (its cuda_runtime.h and cuda_fp16.h lead here), provided they launch through
 // LAUNCH, declare dynamic shared memory through DYNAMIC_SHARED and reach tensor cores through
 // device.cuh (../device.cuh).
@@ -61,7 +62,8 @@ extern Index thread_index, block_index;
 extern dim3 block_dim, grid_dim;
 
 enum class Order { kForward, kReverse, kShuffled };
-// The order in which each round runs a block's threads (kShuffled draws a fresh order per round).
+// The order in which each round runs a block's threads, or a cluster's (rank 0's threads first in
+// the forward order); kShuffled draws a fresh order per round.
 void set_order(Order order, uint64_t seed = 1);
 
 // What went wrong so far, as one line per problem (empty when nothing did).
@@ -69,13 +71,28 @@ const std::string& problems();
 void clear_problems();
 
 cudaError_t set_max_dynamic_shared(const void* kernel, int bytes);
-// Runs the grid; `body` runs one thread of one block (thread_index and block_index set).
-cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared, const std::function<void()>& body);
+// Runs the grid; `body` runs one thread of one block (thread_index and block_index set). With
+// cluster_x > 1 the grid is cut along x into clusters of that many blocks (1 to 8, dividing grid.x,
+// or the launch is refused), and the blocks of each cluster run together.
+cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared, const std::function<void()>& body,
+                   unsigned cluster_x = 1);
 cudaError_t take_last_error();
 
 // A barrier; __syncthreads() passes its place in the source, which tells barriers apart.
 void syncthreads(const char* file, int line);
 void* dynamic_shared();
+
+// Thread-block clusters. A cluster barrier waits for every thread of every block of the cluster;
+// threads left waiting at it by threads that ended, or by threads of their block at a
+// __syncthreads, are reported. cluster_map_shared gives the same byte of block `rank`'s dynamic
+// shared memory; an address outside the block's own dynamic shared memory (a static __shared__
+// one included) or a rank outside the cluster is reported (and p comes back). A block's dynamic
+// shared memory turns NaN when its last thread ends, as its successor on the GPU may overwrite
+// it: reads from a block of the cluster that already ended (no cluster_sync before the end) show.
+unsigned cluster_rank();
+unsigned cluster_size();
+void cluster_sync();
+void* cluster_map_shared(const void* p, int rank);
 
 // Warp-wide operations: every thread of the warp must arrive (wgmma_tf32: of the warpgroup).
 void syncwarp();

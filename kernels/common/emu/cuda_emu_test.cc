@@ -182,6 +182,68 @@ __global__ void misaligned_copy(const float* src) {
   async_wait<0>();
 }
 
+// Each block of a cluster stores a cell per thread in its dynamic shared memory and in a static
+// array, waits for the cluster (with_sync), then each thread reads a cell of the neighbour block
+// (rank + 1 mod size) through cluster_map_shared, and one of its own static array: the cell after
+// its lane partner's (a shuffle gives it, so warps stay warps within the cluster), written where
+// the partner would. The last cluster_sync keeps every block's shared memory until its neighbour
+// has read it, unless keep_alive is false. (The shuffle comes first: the emulator completes a warp
+// operation once every thread of the cluster has stopped, which would hide a missing barrier.)
+__global__ void cluster_rotate(int* out, int* own_out, bool with_sync, bool keep_alive, int salt) {
+  DYNAMIC_SHARED(int, cells);
+  __shared__ int own[64];
+  const int t = static_cast<int>(threadIdx.x), b = static_cast<int>(blockIdx.x);
+  const int next = __shfl_xor_sync(0xffffffffu, (t + 1) % 64, 1);
+  cells[t] = 1000 * b + t + salt;
+  own[t] = 1000 * b + t + salt;
+  if (with_sync) cluster_sync();
+  const int* theirs = static_cast<const int*>(cluster_map_shared(cells, static_cast<int>((cluster_rank() + 1) % cluster_size())));
+  out[64 * b + (t ^ 1)] = theirs[next] - salt;
+  own_out[64 * b + (t ^ 1)] = own[next] - salt;
+  if (keep_alive) cluster_sync();
+}
+
+// What cluster_rotate writes: the neighbour's cells and the block's own.
+bool cluster_rotate_right(const std::vector<int>& out, const std::vector<int>& own, int blocks, int cluster) {
+  bool right = true;
+  for (int b = 0; b < blocks; ++b) {
+    const int neighbour = b / cluster * cluster + (b % cluster + 1) % cluster;
+    for (int t = 0; t < 64; ++t) {
+      right = right && out[64 * b + t] == 1000 * neighbour + (t + 1) % 64;
+      right = right && own[64 * b + t] == 1000 * b + (t + 1) % 64;
+    }
+  }
+  return right;
+}
+
+__global__ void cluster_rank_of(int* out) {
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int>(100 * cluster_size() + cluster_rank());
+}
+
+// Maps a static __shared__ address, or a dynamic one to a rank past the cluster.
+__global__ void cluster_map_wrong(int* out, bool static_address) {
+  DYNAMIC_SHARED(int, cells);
+  __shared__ int own[32];
+  cells[threadIdx.x] = own[threadIdx.x] = 1;
+  cluster_sync();
+  const int* p = static_cast<const int*>(static_address ? cluster_map_shared(own, 0) : cluster_map_shared(cells, 2));
+  out[threadIdx.x] = p[threadIdx.x];
+  cluster_sync();
+}
+
+// Rank 1 ends without the cluster barrier rank 0 waits at (early_exit), or half of each block waits
+// at the cluster barrier while the other half waits at the block's.
+__global__ void cluster_stuck(int* out, bool early_exit) {
+  if (early_exit) {
+    if (cluster_rank() == 0) cluster_sync();
+  } else if (threadIdx.x < 32) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+  out[64 * blockIdx.x + threadIdx.x] = 1;
+}
+
 }  // namespace
 
 int main() {
@@ -388,6 +450,81 @@ int main() {
     run(8);
     expect(std::isnan(p.d0[0]) && cuda_emu::problems().empty(), "accumulators read before the wait are NaN");
     cuda_emu::clear_problems();
+  }
+
+  {
+    // Clusters of 2 and of 4 on 8 blocks, in every order.
+    const int blocks = 8;
+    std::vector<int> out(64 * blocks), own(64 * blocks);
+    (void)cudaGetLastError();
+    for (int cluster : {2, 4})
+      for (cuda_emu::Order order : orders) {
+        cuda_emu::set_order(order, 11);
+        cuda_emu::clear_problems();
+        std::fill(out.begin(), out.end(), -7);
+        std::fill(own.begin(), own.end(), -7);
+        const cudaError_t e = LAUNCH_CLUSTER(cluster_rotate, blocks, 64, 64 * sizeof(int), nullptr, cluster, out.data(),
+                                             own.data(), true, true, 7000);
+        expect(e == cudaSuccess && cudaGetLastError() == cudaSuccess && cuda_emu::problems().empty() &&
+                   cluster_rotate_right(out, own, blocks, cluster),
+               "blocks of a cluster of " + std::to_string(cluster) +
+                   " read each other's shared memory after cluster_sync, in every thread order");
+      }
+    // Without the cluster barrier the neighbour's cells are read before or after it stores them,
+    // depending on the order.
+    std::vector<int> fwd_out(64 * blocks), rev_out(64 * blocks);
+    cuda_emu::set_order(cuda_emu::Order::kForward);
+    LAUNCH_CLUSTER(cluster_rotate, blocks, 64, 64 * sizeof(int), nullptr, 2, fwd_out.data(), own.data(), false, true, 8000);
+    const bool fwd_right = cluster_rotate_right(fwd_out, own, blocks, 2);
+    cuda_emu::set_order(cuda_emu::Order::kReverse);
+    LAUNCH_CLUSTER(cluster_rotate, blocks, 64, 64 * sizeof(int), nullptr, 2, rev_out.data(), own.data(), false, true, 9000);
+    const bool rev_right = cluster_rotate_right(rev_out, own, blocks, 2);
+    expect(fwd_out != rev_out && !fwd_right && !rev_right,
+           "a missing cluster_sync makes the result depend on the thread order");
+    // Without the last cluster barrier a block may end before its neighbour reads its memory.
+    bool all_right = true;
+    for (cuda_emu::Order order : {cuda_emu::Order::kForward, cuda_emu::Order::kReverse}) {
+      cuda_emu::set_order(order);
+      LAUNCH_CLUSTER(cluster_rotate, blocks, 64, 64 * sizeof(int), nullptr, 2, out.data(), own.data(), true, false, 7000);
+      all_right = all_right && cluster_rotate_right(out, own, blocks, 2);
+    }
+    expect(!all_right, "reading the shared memory of a block that ended shows in some order");
+    cuda_emu::set_order(cuda_emu::Order::kForward);
+    cuda_emu::clear_problems();
+
+    std::vector<int> ranks(blocks, -1);
+    LAUNCH_CLUSTER(cluster_rank_of, blocks, 32, 0, nullptr, 4, ranks.data());
+    bool ranks_right = true;
+    for (int b = 0; b < blocks; ++b) ranks_right = ranks_right && ranks[b] == 400 + b % 4;
+    LAUNCH(cluster_rank_of, 2, 32, 0, nullptr, ranks.data());
+    expect(ranks_right && ranks[0] == 100 && ranks[1] == 100, "cluster_rank and cluster_size, with and without clusters");
+
+    expect(LAUNCH_CLUSTER(cluster_rotate, 6, 64, 64 * sizeof(int), nullptr, 4, out.data(), own.data(), true, true, 0) ==
+                   cudaErrorInvalidConfiguration &&
+               problem_mentions("clusters of 4 blocks"),
+           "clusters that do not divide grid x are refused");
+    cuda_emu::clear_problems();
+    expect(LAUNCH_CLUSTER(cluster_rotate, 16, 64, 64 * sizeof(int), nullptr, 16, out.data(), own.data(), true, true, 0) ==
+                   cudaErrorInvalidConfiguration &&
+               problem_mentions("clusters of 16 blocks"),
+           "clusters of more than 8 blocks are refused");
+    cuda_emu::clear_problems();
+    LAUNCH_CLUSTER(cluster_map_wrong, 4, 32, 32 * sizeof(int), nullptr, 2, out.data(), true);
+    expect(problem_mentions("outside the block's dynamic shared memory") && cudaGetLastError() == cudaErrorLaunchFailure,
+           "cluster_map_shared of a static __shared__ address is reported");
+    cuda_emu::clear_problems();
+    LAUNCH_CLUSTER(cluster_map_wrong, 4, 32, 32 * sizeof(int), nullptr, 2, out.data(), false);
+    expect(problem_mentions("to rank 2 of a cluster of 2"), "cluster_map_shared to a rank past the cluster is reported");
+    cuda_emu::clear_problems();
+    LAUNCH_CLUSTER(cluster_stuck, 4, 64, 0, nullptr, 2, out.data(), true);
+    expect(problem_mentions("wait at a cluster barrier that 64 finished threads never reach"),
+           "a cluster barrier one block of the cluster skips is reported");
+    cuda_emu::clear_problems();
+    LAUNCH_CLUSTER(cluster_stuck, 4, 64, 0, nullptr, 2, out.data(), false);
+    expect(problem_mentions("32 threads wait at a cluster barrier and 32 at a block barrier"),
+           "a cluster barrier and a block barrier that wait for each other are reported");
+    cuda_emu::clear_problems();
+    (void)cudaGetLastError();
   }
 
   std::printf(failures ? "cuda_emu_test: %d failed\n" : "cuda_emu_test: all passed\n", failures);
