@@ -425,10 +425,62 @@ bool finish_warp_op(int w, int threads) {
   return true;
 }
 
-// Runs the blocks of one cluster (e.cluster of them, from e.cluster_first) to the end, their
-// threads interleaved: each round runs every runnable thread of the cluster, in the chosen order,
-// until it waits; then warp operations complete, a block whose threads all wait at one
-// __syncthreads passes it, and the cluster passes a cluster_sync once all its threads wait there.
+// Runs the threads of the blocks `ranks` (of the current cluster) round after round, each round
+// every runnable one in the chosen order until it waits; then warp operations complete and a
+// block whose threads all wait at one __syncthreads passes it. Returns when none of them can move
+// on alone: each is done or waits at a cluster barrier, or the block is stuck.
+void run_blocks(const std::vector<int>& ranks) {
+  Emulator& e = emu();
+  const int threads = e.threads;
+  auto fiber = [&](int rank, int t) -> Fiber& { return e.fibers[rank * threads + t]; };
+  std::vector<int> order;
+  while (true) {
+    order.clear();
+    for (int r : ranks)
+      for (int t = 0; t < threads; ++t) order.push_back(r * threads + t);
+    if (e.order == Order::kReverse) std::reverse(order.begin(), order.end());
+    if (e.order == Order::kShuffled) std::shuffle(order.begin(), order.end(), e.rng);
+    for (int i : order)
+      if (e.fibers[i].state == State::kRunnable) {
+        select_block(i / threads);
+        e.current = i;
+        thread_index = index_of(static_cast<unsigned>(i % threads), block_dim);
+        cuda_emu_switch(&e.scheduler, e.fibers[i].sp);
+      }
+    // Every thread now waits at a barrier or a warp operation, is done, or (below) runnable again.
+    bool progressed = false;
+    for (int r : ranks) {
+      select_block(r);
+      for (int w = 0; w * 32 < threads; ++w) {
+        bool any = false;
+        for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || fiber(r, t).state == State::kWarpOp;
+        if (any) progressed = finish_warp_op(w, threads) || progressed;
+      }
+    }
+    // A wgmma finished early (by its last thread) leaves its warpgroup runnable after its turn.
+    for (int i : order) progressed = progressed || e.fibers[i].state == State::kRunnable;
+    if (progressed) continue;
+    for (int r : ranks) {
+      const Fiber& first = fiber(r, 0);
+      bool same = first.state == State::kBarrier;
+      for (int t = 1; t < threads && same; ++t) {
+        const Fiber& f = fiber(r, t);
+        same = f.state == State::kBarrier && f.line == first.line && std::strcmp(f.file, first.file) == 0;
+      }
+      if (same) {
+        for (int t = 0; t < threads; ++t) fiber(r, t).state = State::kRunnable;
+        progressed = true;
+      }
+    }
+    if (!progressed) return;
+  }
+}
+
+// Runs the blocks of one cluster (e.cluster of them, from e.cluster_first) to the end. In the
+// shuffled order their threads interleave; in the forward and reverse orders each block in turn
+// (rank 0 first in the forward order) runs as far as it can, to a cluster barrier or its end,
+// which shows a block barrier used where the cluster's was needed. The cluster passes a
+// cluster_sync once all its threads wait there.
 void run_cluster() {
   Emulator& e = emu();
   const int threads = e.threads, all = e.cluster * threads;
@@ -444,34 +496,15 @@ void run_cluster() {
     f.sp = initial_stack(f.stack.get());
   }
   std::fill(e.finished.begin(), e.finished.end(), 0);
-  std::vector<int> order(all);
   e.abort_block = false;
   auto fiber = [&](int rank, int t) -> Fiber& { return e.fibers[rank * threads + t]; };
-  auto resume = [&](int i) {
-    select_block(i / threads);
-    e.current = i;
-    thread_index = index_of(static_cast<unsigned>(i % threads), block_dim);
-    cuda_emu_switch(&e.scheduler, e.fibers[i].sp);
-  };
+  std::vector<int> ranks(static_cast<size_t>(e.cluster));
+  for (int r = 0; r < e.cluster; ++r) ranks[static_cast<size_t>(r)] = r;
+  if (e.order == Order::kReverse) std::reverse(ranks.begin(), ranks.end());
   while (true) {
-    for (int i = 0; i < all; ++i) order[i] = i;
-    if (e.order == Order::kReverse) std::reverse(order.begin(), order.end());
-    if (e.order == Order::kShuffled) std::shuffle(order.begin(), order.end(), e.rng);
-    for (int i : order)
-      if (e.fibers[i].state == State::kRunnable) resume(i);
-    // Every thread now waits at a barrier or a warp operation, is done, or (below) runnable again.
-    bool progressed = false;
-    for (int r = 0; r < e.cluster; ++r) {
-      select_block(r);
-      for (int w = 0; w * 32 < threads; ++w) {
-        bool any = false;
-        for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || fiber(r, t).state == State::kWarpOp;
-        if (any) progressed = finish_warp_op(w, threads) || progressed;
-      }
-    }
-    // A wgmma finished early (by its last thread) leaves its warpgroup runnable after its turn.
-    for (int i = 0; i < all && !progressed; ++i) progressed = e.fibers[i].state == State::kRunnable;
-    if (progressed) continue;
+    if (e.order == Order::kShuffled) run_blocks(ranks);
+    else
+      for (int r : ranks) run_blocks({r});
     // What each block's threads wait at.
     struct Count {
       int done = 0, barrier = 0, cluster = 0;
@@ -495,16 +528,11 @@ void run_cluster() {
       }
       done += c.done;
       at_cluster += c.cluster;
-      if (c.barrier == threads && c.same) {
-        for (int t = 0; t < threads; ++t) fiber(r, t).state = State::kRunnable;
-        progressed = true;
-      }
     }
     if (at_cluster == all) {
       for (int i = 0; i < all; ++i) e.fibers[i].state = State::kRunnable;
-      progressed = true;
+      continue;
     }
-    if (progressed) continue;
     if (done == all) {
       for (int r = 0; r < e.cluster; ++r)
         for (int t = 0; t < threads; ++t)
@@ -533,7 +561,11 @@ void run_cluster() {
               std::to_string(done) + " finished threads never reach");
     e.abort_block = true;
     for (int i = 0; i < all; ++i)
-      if (e.fibers[i].state != State::kDone) resume(i);
+      if (e.fibers[i].state != State::kDone) {
+        select_block(i / threads);
+        e.current = i;
+        cuda_emu_switch(&e.scheduler, e.fibers[i].sp);
+      }
     return;
   }
 }
