@@ -2,17 +2,23 @@
 // indexing, shared-memory layout, barriers, launch limits. Each block's threads run as fibers
 // on one OS thread, switching at __syncthreads() and at warp-wide operations; blocks run one
 // after another, except the blocks of a thread-block cluster (launch's cluster_x), which run
-// together: their threads interleave, each block with its own shared memory. Kernels are compiled unchanged by the host compiler with this directory first on
-// the include path (its cuda_runtime.h and cuda_fp16.h lead here), provided they launch through
-// LAUNCH, declare dynamic shared memory through DYNAMIC_SHARED and reach tensor cores through
-// device.cuh (../device.cuh).
+// together, each with its own shared memory (the static section is swapped between them): in the
+// shuffled order their threads interleave; in the forward and reverse orders each block runs in
+// turn as far as it can (to a cluster barrier or its end), so that a block which uses a
+// __syncthreads where the cluster's barrier was needed reads its neighbours' memory unwritten.
+// Kernels are compiled unchanged by the host compiler with this directory first on the include
+// path (its cuda_runtime.h and cuda_fp16.h lead here), provided they launch through LAUNCH (or
+// LAUNCH_CLUSTER), declare dynamic shared memory through DYNAMIC_SHARED and reach tensor cores
+// through device.cuh (../device.cuh).
 //
 // What it checks while running: a barrier reached by only some threads of a block, or reached at
 // different places; a warp-wide operation not reached by the whole warp; a launch beyond CUDA's
 // limits (block size, grid y/z, dynamic shared memory above the default 48 KB without the
-// cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB). Running the threads in
-// another order (set_order) and comparing results exposes most shared-memory races. Dynamic
-// shared memory starts as NaN, and so do static __shared__ arrays, at every block (they are placed
+// cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB; clusters of more than 8
+// blocks or not dividing grid x); a cluster barrier that some threads of the cluster never reach,
+// or that waits for a block barrier; cluster_map_shared outside the dynamic shared memory.
+// Running the threads in another order (set_order) and comparing results exposes most
+// shared-memory races. Dynamic shared memory starts as NaN, and so do static __shared__ arrays, at every block (they are placed
 // in one linker section that is filled with 0xff bytes). That needs clang, which make test builds
 // with: GCC keeps the arrays of template functions out of the section (cuda_emu_test fails then)
 // and refuses a __shared__ array in a non-template inline function beside another ("section type
@@ -62,8 +68,8 @@ extern Index thread_index, block_index;
 extern dim3 block_dim, grid_dim;
 
 enum class Order { kForward, kReverse, kShuffled };
-// The order in which each round runs a block's threads, or a cluster's (rank 0's threads first in
-// the forward order); kShuffled draws a fresh order per round.
+// The order in which each round runs a block's threads (and a cluster's blocks: by rank, reversed,
+// or all threads of the cluster shuffled together); kShuffled draws a fresh order per round.
 void set_order(Order order, uint64_t seed = 1);
 
 // What went wrong so far, as one line per problem (empty when nothing did).
