@@ -13,7 +13,8 @@
 #                                    another in one call: oracle lines and the main cases' times
 #   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
 #                                    product with mma.sync and with wgmma, checked and timed (with
-#                                    its machine code)
+#                                    its machine code); kernels/common/probes/cluster_check.cu:
+#                                    the emulator's cluster model against the GPU
 #   scripts/gpu_session.sh profile   each kernel's own time and HBM / SM throughput under Nsight
 #                                    Compute (cold caches), from the drivers built here, and their
 #                                    machine code (cuobjdump, compressed) to study here
@@ -106,6 +107,8 @@ case $stage in
     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels/common -o .gpu/chain_product \
       kernels/gdn-prefill/probes/chain_product.cu
     { .gpu/chain_product 1000 || true; } | tee "$out/chain_product.log"
+    nvcc -std=c++17 -O2 -arch=sm_90 -I kernels/common -o .gpu/cluster_check kernels/common/probes/cluster_check.cu
+    { .gpu/cluster_check || true; } | tee "$out/cluster_check.log"
     cuobjdump -sass .gpu/chain_product | xz -6 >"$out/chain_product.sass.xz" || true
     ;;
   profile)
