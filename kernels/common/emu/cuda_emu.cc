@@ -188,6 +188,8 @@ struct Emulator {
   int current = -1;
   const std::function<void()>* body = nullptr;
   bool abort_block = false;
+  // Thread t of the block of rank `rank` in the running cluster.
+  Fiber& fiber(int rank, int t) { return fibers[static_cast<size_t>(rank * threads + t)]; }
 };
 Emulator& emu() {
   static Emulator e;
@@ -432,7 +434,6 @@ bool finish_warp_op(int w, int threads) {
 void run_blocks(const std::vector<int>& ranks) {
   Emulator& e = emu();
   const int threads = e.threads;
-  auto fiber = [&](int rank, int t) -> Fiber& { return e.fibers[rank * threads + t]; };
   std::vector<int> order;
   while (true) {
     order.clear();
@@ -453,7 +454,7 @@ void run_blocks(const std::vector<int>& ranks) {
       select_block(r);
       for (int w = 0; w * 32 < threads; ++w) {
         bool any = false;
-        for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || fiber(r, t).state == State::kWarpOp;
+        for (int t = w * 32; t < std::min(threads, w * 32 + 32); ++t) any = any || e.fiber(r, t).state == State::kWarpOp;
         if (any) progressed = finish_warp_op(w, threads) || progressed;
       }
     }
@@ -461,14 +462,14 @@ void run_blocks(const std::vector<int>& ranks) {
     for (int i : order) progressed = progressed || e.fibers[i].state == State::kRunnable;
     if (progressed) continue;
     for (int r : ranks) {
-      const Fiber& first = fiber(r, 0);
+      const Fiber& first = e.fiber(r, 0);
       bool same = first.state == State::kBarrier;
       for (int t = 1; t < threads && same; ++t) {
-        const Fiber& f = fiber(r, t);
+        const Fiber& f = e.fiber(r, t);
         same = f.state == State::kBarrier && f.line == first.line && std::strcmp(f.file, first.file) == 0;
       }
       if (same) {
-        for (int t = 0; t < threads; ++t) fiber(r, t).state = State::kRunnable;
+        for (int t = 0; t < threads; ++t) e.fiber(r, t).state = State::kRunnable;
         progressed = true;
       }
     }
@@ -497,7 +498,6 @@ void run_cluster() {
   }
   std::fill(e.finished.begin(), e.finished.end(), 0);
   e.abort_block = false;
-  auto fiber = [&](int rank, int t) -> Fiber& { return e.fibers[rank * threads + t]; };
   std::vector<int> ranks(static_cast<size_t>(e.cluster));
   for (int r = 0; r < e.cluster; ++r) ranks[static_cast<size_t>(r)] = r;
   if (e.order == Order::kReverse) std::reverse(ranks.begin(), ranks.end());
@@ -516,7 +516,7 @@ void run_cluster() {
       Count& c = counts[static_cast<size_t>(r)];
       const Fiber* first = nullptr;
       for (int t = 0; t < threads; ++t) {
-        const Fiber& f = fiber(r, t);
+        const Fiber& f = e.fiber(r, t);
         if (f.state == State::kDone) ++c.done;
         else if (f.state == State::kWarpOp) c.warp_stuck = true;
         else if (f.state == State::kClusterBarrier) ++c.cluster;
@@ -536,7 +536,7 @@ void run_cluster() {
     if (done == all) {
       for (int r = 0; r < e.cluster; ++r)
         for (int t = 0; t < threads; ++t)
-          if (!fiber(r, t).wgmma_open.empty() || !fiber(r, t).wgmma_committed.empty()) {
+          if (!e.fiber(r, t).wgmma_open.empty() || !e.fiber(r, t).wgmma_committed.empty()) {
             select_block(r);
             problem(block_name() + ": a thread ended with a wgmma it never waited for");
             break;
