@@ -191,6 +191,36 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, co
     for (int e = 0; e < 4; ++e) acc[j][e] += part[0][j].sum(e) + part[1][j].sum(e);
 }
 
+// mma_rows for two A operands over the same B (the scan's W S and Q S): B's fragments are loaded
+// once for both, and the two products' chains interleave.
+template <int kLdA, class B, int kN>
+__device__ __forceinline__ void mma_rows2(float (&acc0)[kN][4], const float* a0, float (&acc1)[kN][4], const float* a1,
+                                          const B& b, int row0, int tile0, int k_end, int lane) {
+  Acc part0[2][kN], part1[2][kN];  // [k step parity][j]
+  for (int k0 = 0; k0 < k_end; k0 += 16) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      float f0[4], f1[4];
+      load_a(f0, a0, kLdA, row0, k0 + 8 * p, lane);
+      load_a(f1, a1, kLdA, row0, k0 + 8 * p, lane);
+      const Split<4> s0(f0), s1(f1);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) {
+        const Split<2> sb = b.load_b(k0 + 8 * p, 8 * (tile0 + j), lane);
+        part0[p][j].add(s0, sb);
+        part1[p][j].add(s1, sb);
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kN; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc0[j][e] += part0[0][j].sum(e) + part0[1][j].sum(e);
+      acc1[j][e] += part1[0][j].sum(e) + part1[1][j].sum(e);
+    }
+}
+
 // Rows [0, C) of kCols floats, src_stride apart in global memory, into shared rows `ld` apart, as
 // asynchronous copies (16 bytes where the addresses allow); rows from n on are zeroed (with the
 // 16-byte copies, by zero-filling copies that land with the others). The caller commits the group
@@ -493,7 +523,8 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
     const int64_t t0 = c * C;
     const int n = rows_in(c);
     const double* g = gs[c & 1];
-    async_wait<2>();  // W, U', G of this chunk
+    // W, U', G of this chunk (v2, v3: also Q and P, whose Q S goes with W S).
+    async_wait<(kTC && !kApart) ? 1 : 2>();
     __syncthreads();  // ... for every thread; the previous chunk is done with ge, gtail, decay
     if (threadIdx.x < C) {
       const int t = threadIdx.x;
@@ -509,10 +540,12 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
       }
     }
 
-    // U = U' - W S.
+    // U = U' - W S (v2, v3: with Q S for O).
+    [[maybe_unused]] float qs_acc[kN][4] = {};
     if constexpr (kTC) {
       float acc[kN][4] = {};
-      mma_rows<L::kX>(acc, ws, st, trow0, tcol0, D, lane);
+      if constexpr (kApart) mma_rows<L::kX>(acc, ws, st, trow0, tcol0, D, lane);
+      else mma_rows2<L::kX>(acc, ws, qs_acc, qx, st, trow0, tcol0, D, lane);
       float* u_out = s.u + (unit0 + c) * C * D + col0;  // kApart: U over U', which only this CTA read
 #pragma unroll
       for (int j = 0; j < kN; ++j)
@@ -548,14 +581,15 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
 
     // O = scale (e^{G} Q S + P U).
     if constexpr (!kApart) {
-      async_wait<2>();  // Q, P
-      __syncthreads();
+      if constexpr (!kTC) {
+        async_wait<2>();  // Q, P
+        __syncthreads();
+      }
       float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
       const int64_t o_token = int64_t{a.Hv} * D;
       const float scale = rsqrtf(static_cast<float>(D));
       if constexpr (kTC) {
-        float acc[kN][4] = {};
-        mma_rows<L::kX>(acc, qx, st, trow0, tcol0, D, lane);
+        float (&acc)[kN][4] = qs_acc;
 #pragma unroll
         for (int j = 0; j < kN; ++j)
 #pragma unroll
