@@ -50,8 +50,8 @@ struct Scratch {
   float* p;        // [B][Hv][chunks][C][C]
   double* g;       // [B][Hv][chunks][C]
   float* states;   // v4, v5: [B][Hv][chunks][S][S], the state each chunk starts from (row i, column j)
-  int* ready;      // v4, v5: [B][Hv][chunks][S / 32], scan CTAs done with a chunk's 32 columns
-                   // (v1-v3: states and ready are nullptr)
+  int* ready;      // v4, v5: [B][Hv][chunks][S / 32], scan CTAs done with a chunk's 32 columns;
+                   // v6: [B][Hv][chunks], prep done with a unit (v1-v3: states and ready are nullptr)
   int64_t chunks;
 };
 
@@ -68,7 +68,9 @@ Scratch carve(const GdnArgs& a, void* base, Variant v) {
   s.p = s.u + units * C * a.S;
   const bool apart = v == Variant::kOutputApart || v == Variant::kWgmma;
   s.states = apart ? s.p + units * C * C : nullptr;
-  s.ready = apart ? reinterpret_cast<int*>(s.states + units * a.S * a.S) : nullptr;
+  s.ready = apart ? reinterpret_cast<int*>(s.states + units * a.S * a.S)
+            : v == Variant::kPrepAlongside ? reinterpret_cast<int*>(s.p + units * C * C)
+                                           : nullptr;
   return s;
 }
 
@@ -223,8 +225,8 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, co
 // Rows [0, C) of kCols floats, src_stride apart in global memory, into shared rows `ld` apart, as
 // asynchronous copies (16 bytes where the addresses allow); rows from n on are zeroed (with the
 // 16-byte copies, by zero-filling copies that land with the others). The caller commits the group
-// and waits for it.
-template <int kCols>
+// and waits for it. kNT threads of the block take part.
+template <int kCols, int kNT = kThreads>
 __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float* src, int64_t src_stride, int n) {
   static_assert(kCols % 4 == 0, "rows are copied in quads where they can be");
   const bool wide = (reinterpret_cast<uintptr_t>(src) & 15) == 0 && src_stride % 4 == 0 && ld % 4 == 0;
@@ -232,8 +234,8 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
     // A thread copies the same quad of every kStep-th row: its row, column and both addresses are
     // worked out once, and each copy after that is an offset from them (a general idx / kQuads
     // loop cost about 25 instructions a copy in the scan's PTX).
-    constexpr int kQuads = kCols / 4, kStep = kThreads / kQuads;
-    static_assert(kThreads % kQuads == 0 && C % kStep == 0, "every thread copies whole rows' quads");
+    constexpr int kQuads = kCols / 4, kStep = kNT / kQuads;
+    static_assert(kNT % kQuads == 0 && C % kStep == 0, "every thread copies whole rows' quads");
     const int t0 = static_cast<int>(threadIdx.x / kQuads), i = 4 * static_cast<int>(threadIdx.x % kQuads);
     const float* s = src + t0 * src_stride + i;
     float* d = dst + t0 * ld + i;
@@ -242,11 +244,46 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
     for (int r = 0; r < C / kStep; ++r, s += s_step, d += kStep * ld)
       copy_async_16_or_zero(d, s, t0 + r * kStep < n);
   } else {
-    for (int idx = threadIdx.x; idx < C * kCols; idx += kThreads) {
+    for (int idx = threadIdx.x; idx < C * kCols; idx += kNT) {
       const int t = idx / kCols, i = idx % kCols;
       if (t < n) copy_async_4(dst + t * ld + i, src + t * src_stride + i);
       else dst[t * ld + i] = 0.0f;
     }
+  }
+}
+
+// A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t), from
+// the products k_t.k_u and q_t.k_u; zero elsewhere and in rows from n on.
+__device__ __forceinline__ void store_a_p(float* as, int lda, float* p, const double* gs, const float* betas, int n,
+                                          int t, int u, float kk, float qk) {
+  const float decay = u <= t && t < n ? expf(static_cast<float>(gs[t] - gs[u])) : 0.0f;
+  as[t * lda + u] = u < t ? betas[t] * decay * kk : 0.0f;
+  p[t * C + u] = decay * qk;
+}
+
+// Forward substitution of (I + A) x = scale rhs for one column of W or U', in place: x holds the
+// column of rhs on entry. The column lives in registers, the loops unroll completely, and four
+// partial sums per row keep the multiply-adds from waiting on each other.
+template <int kLdA>
+__device__ __forceinline__ void forward_substitute(float (&x)[C], const float* as, const float* scale) {
+#pragma unroll
+  for (int t = 0; t < C; ++t) {
+    float r0 = scale[t] * x[t], r1 = 0, r2 = 0, r3 = 0;
+    const float* at = as + t * kLdA;
+    int u = 0;
+    if constexpr (kLdA % 4 == 0) {
+#pragma unroll
+      for (; u + 4 <= t; u += 4) {
+        const float4 a4 = *reinterpret_cast<const float4*>(at + u);
+        r0 -= a4.x * x[u];
+        r1 -= a4.y * x[u + 1];
+        r2 -= a4.z * x[u + 2];
+        r3 -= a4.w * x[u + 3];
+      }
+    }
+#pragma unroll
+    for (; u < t; ++u) r0 -= at[u] * x[u];
+    x[t] = (r0 + r1) + (r2 + r3);
   }
 }
 
@@ -300,13 +337,8 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   __syncthreads();
   if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
 
-  // A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t).
   float* p = s.p + unit * C * C;
-  auto store = [&](int t, int u, float kk, float qk) {
-    const float decay = u <= t && t < n ? expf(static_cast<float>(gs[t] - gs[u])) : 0.0f;
-    as[t * L::kA + u] = u < t ? betas[t] * decay * kk : 0.0f;
-    p[t * C + u] = decay * qk;
-  };
+  auto store = [&](int t, int u, float kk, float qk) { store_a_p(as, L::kA, p, gs, betas, n, t, u, kk, qk); };
   if constexpr (kTC) {
     // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each, kP of them in a row per warp.
     constexpr int kP = 32 / kWarps;
@@ -358,37 +390,196 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   }
   __syncthreads();
 
-  // Forward substitution, one column of W (threads 0..D-1) or of U' (D..2D-1) per thread; the
-  // column lives in registers, the loops unroll completely, and four partial sums per row keep
-  // the multiply-adds from waiting on each other.
+  // Forward substitution, one column of W (threads 0..D-1) or of U' (D..2D-1) per thread.
   if (threadIdx.x < 2 * D) {
     const bool is_w = threadIdx.x < D;
     const int col = threadIdx.x % D;
     const float* rhs = is_w ? ks : vs;
     float x[C];
 #pragma unroll
-    for (int t = 0; t < C; ++t) {
-      float r0 = (is_w ? wscale[t] : betas[t]) * rhs[t * L::kX + col], r1 = 0, r2 = 0, r3 = 0;
-      const float* at = as + t * L::kA;
-      int u = 0;
-      if constexpr (L::kA % 4 == 0) {
-#pragma unroll
-        for (; u + 4 <= t; u += 4) {
-          const float4 a4 = *reinterpret_cast<const float4*>(at + u);
-          r0 -= a4.x * x[u];
-          r1 -= a4.y * x[u + 1];
-          r2 -= a4.z * x[u + 2];
-          r3 -= a4.w * x[u + 3];
-        }
-      }
-#pragma unroll
-      for (; u < t; ++u) r0 -= at[u] * x[u];
-      x[t] = (r0 + r1) + (r2 + r3);
-    }
+    for (int t = 0; t < C; ++t) x[t] = rhs[t * L::kX + col];
+    forward_substitute<L::kA>(x, as, is_w ? wscale : betas);
     float* dst = (is_w ? s.w : s.u) + unit * C * D + col;
 #pragma unroll
     for (int t = 0; t < C; ++t)
       if (t < n) dst[t * D] = x[t];
+  }
+}
+
+// v6: prep alongside the scan. A persistent kernel of one CTA per SM walks the units chunk by chunk
+// (every head's chunk 0, then every head's chunk 1, ...) in shared memory that fits beside a v3 scan
+// CTA, which keeps about 182 KB of the SM's 228: K and Q pass through in slices of kSlice columns
+// (two slices in flight) for A and P, A then takes the slices' place, and the substitution reads
+// its right-hand sides (K, V) from global memory (L2, where the slices just came from) straight
+// into registers. A unit ends with its ready flag; the scan's CTAs of that head wait for it
+// before they copy the unit's W, U', P and G. Prep never waits for the scan, so any number of
+// scan CTAs may be waiting for SM room: prep always finishes.
+constexpr int kPrepThreads = 128;
+constexpr int kSlice = 32;
+constexpr int kSliceLd = kSlice + 4;  // fragment loads on 32 distinct banks
+constexpr int kPrepLdA = C + 4;
+constexpr size_t prep_alongside_smem() { return sizeof(float) * 4 * C * kSliceLd; }
+static_assert(C * kPrepLdA <= 4 * C * kSliceLd, "A fits where the slices were");
+
+// The 16 x 8 tiles of A and P on or below the diagonal (row block r: column tiles 0 .. 2r + 1, 20
+// tiles), five to each warp as at most two runs within a row block.
+struct TileRun {
+  int rb, j0, count;
+};
+constexpr int kPrepTiles = 5;
+constexpr TileRun kPrepRuns[4][2] = {
+    {{0, 0, 2}, {3, 0, 3}}, {{3, 3, 5}, {0, 0, 0}}, {{1, 0, 4}, {2, 0, 1}}, {{2, 1, 5}, {0, 0, 0}}};
+static_assert(kPrepThreads / 32 == 4 && C == 64, "the runs cover a 64 x 64 product with four warps");
+
+// Adds one slice of K (ks) and Q (qs) to warp kW's tiles of K K^T (kk) and Q K^T (qk).
+template <int kW, int kRun>
+__device__ __forceinline__ void prep_run_products(Acc (&kk)[kPrepTiles], Acc (&qk)[kPrepTiles], const float* ks,
+                                                  const float* qs, int lane) {
+  constexpr TileRun r = kPrepRuns[kW][kRun];
+  constexpr int first = kRun == 0 ? 0 : kPrepRuns[kW][0].count;
+  if constexpr (r.count > 0) {
+#pragma unroll
+    for (int k0 = 0; k0 < kSlice; k0 += 8) {
+      float fk[4], fq[4];
+      load_a(fk, ks, kSliceLd, 16 * r.rb, k0, lane);
+      load_a(fq, qs, kSliceLd, 16 * r.rb, k0, lane);
+      const Split<4> sk(fk), sq(fq);
+#pragma unroll
+      for (int j = 0; j < r.count; ++j) {
+        float fb[2];
+        load_b_t(fb, ks, kSliceLd, k0, 8 * (r.j0 + j), lane);
+        const Split<2> sb(fb);
+        kk[first + j].add(sk, sb);
+        qk[first + j].add(sq, sb);
+      }
+    }
+  }
+}
+
+template <int kW, int kRun>
+__device__ __forceinline__ void prep_run_store(const Acc (&kk)[kPrepTiles], const Acc (&qk)[kPrepTiles], float* as,
+                                               float* p, const double* gs, const float* betas, int n, int lane) {
+  constexpr TileRun r = kPrepRuns[kW][kRun];
+  constexpr int first = kRun == 0 ? 0 : kPrepRuns[kW][0].count;
+#pragma unroll
+  for (int j = 0; j < r.count; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      store_a_p(as, kPrepLdA, p, gs, betas, n, c_row(16 * r.rb, lane, e), c_col(r.j0 + j, lane, e),
+                kk[first + j].sum(e), qk[first + j].sum(e));
+}
+
+template <int kW>
+__device__ __forceinline__ void prep_warp_products(Acc (&kk)[kPrepTiles], Acc (&qk)[kPrepTiles], const float* ks,
+                                                   const float* qs, int lane) {
+  prep_run_products<kW, 0>(kk, qk, ks, qs, lane);
+  prep_run_products<kW, 1>(kk, qk, ks, qs, lane);
+}
+
+template <int kW>
+__device__ __forceinline__ void prep_warp_store(const Acc (&kk)[kPrepTiles], const Acc (&qk)[kPrepTiles], float* as,
+                                                float* p, const double* gs, const float* betas, int n, int lane) {
+  prep_run_store<kW, 0>(kk, qk, as, p, gs, betas, n, lane);
+  prep_run_store<kW, 1>(kk, qk, as, p, gs, betas, n, lane);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kPrepThreads, 3) gdn_prep_alongside(GdnArgs a, Scratch s) {
+  launch_dependents();  // the scan may start: it waits for each unit's flag
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies and float4 reads need
+  float* smem = reinterpret_cast<float*>(smem4);
+  float* as = smem;  // [C][kPrepLdA], once the slices are used up
+  __shared__ double gs[C];
+  __shared__ float betas[C], graw[C], wscale[C];
+
+  const int64_t heads = int64_t{a.B} * a.Hv;
+  for (int64_t item = blockIdx.x; item < s.chunks * heads; item += gridDim.x) {
+    const int64_t c = item / heads;
+    const int h = static_cast<int>(item % heads % a.Hv), b = static_cast<int>(item % heads / a.Hv);
+    const int64_t t0 = c * C;
+    const int n = static_cast<int>(a.T - t0 < C ? a.T - t0 : C);
+    const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
+    const int64_t unit = (int64_t{b} * a.Hv + h) * s.chunks + c;
+    const float* kb = a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token;
+    const float* qb = a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token;
+
+    // Slice sl of K and Q into buffer sl % 2 (K's rows, then Q's); every call commits a group.
+    auto issue = [&](int sl) {
+      if (sl < D / kSlice) {
+        float* kd = smem + (sl & 1) * 2 * C * kSliceLd;
+        load_rows_async<kSlice, kPrepThreads>(kd, kSliceLd, kb + sl * kSlice, a.k_token, n);
+        load_rows_async<kSlice, kPrepThreads>(kd + C * kSliceLd, kSliceLd, qb + sl * kSlice, a.q_token, n);
+      }
+      async_commit();
+    };
+    issue(0);
+    issue(1);
+    if (threadIdx.x < C) {
+      const int t = threadIdx.x;
+      betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
+      graw[t] = t < n ? a.g[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double acc = 0;  // in double, as gdn_prep's
+      for (int t = 0; t < C; ++t) {
+        acc += graw[t];
+        gs[t] = acc;
+      }
+    }
+
+    Acc kk[kPrepTiles], qk[kPrepTiles];
+#pragma unroll 1
+    for (int sl = 0; sl < D / kSlice; ++sl) {
+      async_wait<1>();  // slice sl (sl + 1 may still be in flight)
+      __syncthreads();
+      const float* ks = smem + (sl & 1) * 2 * C * kSliceLd;
+      const float* qs = ks + C * kSliceLd;
+      switch (warp) {
+        case 0: prep_warp_products<0>(kk, qk, ks, qs, lane); break;
+        case 1: prep_warp_products<1>(kk, qk, ks, qs, lane); break;
+        case 2: prep_warp_products<2>(kk, qk, ks, qs, lane); break;
+        default: prep_warp_products<3>(kk, qk, ks, qs, lane); break;
+      }
+      __syncthreads();  // every warp is done with buffer sl % 2 (and, after the last, with both)
+      issue(sl + 2);
+    }
+
+    if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
+    float* p = s.p + unit * C * C;
+    switch (warp) {
+      case 0: prep_warp_store<0>(kk, qk, as, p, gs, betas, n, lane); break;
+      case 1: prep_warp_store<1>(kk, qk, as, p, gs, betas, n, lane); break;
+      case 2: prep_warp_store<2>(kk, qk, as, p, gs, betas, n, lane); break;
+      default: prep_warp_store<3>(kk, qk, as, p, gs, betas, n, lane); break;
+    }
+    // P's tiles above the diagonal are zero (the scan reads them); A's are never read.
+    for (int idx = threadIdx.x; idx < C * C; idx += kPrepThreads)
+      if ((idx % C) / 8 > 2 * (idx / C / 16) + 1) p[idx] = 0.0f;
+    if (threadIdx.x < C) s.g[unit * C + threadIdx.x] = gs[threadIdx.x];
+    __syncthreads();  // A and wscale are complete
+
+    // Forward substitution, one column of W or U' per thread at a time, its right-hand side
+    // loaded into registers in one go (coalesced across the warp's columns).
+    const float* vb = a.v + b * a.v_seq + h * a.v_head + t0 * a.v_token;
+#pragma unroll 1
+    for (int col = threadIdx.x; col < 2 * D; col += kPrepThreads) {
+      const bool is_w = col < D;
+      const int j = col % D;
+      const float* rhs = is_w ? kb + j : vb + j;
+      const int64_t stride = is_w ? a.k_token : a.v_token;
+      float x[C];
+#pragma unroll
+      for (int t = 0; t < C; ++t, rhs += stride) x[t] = t < n ? *rhs : 0.0f;
+      forward_substitute<kPrepLdA>(x, as, is_w ? wscale : betas);
+      float* dst = (is_w ? s.w : s.u) + unit * C * D + j;
+#pragma unroll
+      for (int t = 0; t < C; ++t)
+        if (t < n) dst[t * D] = x[t];
+    }
+    // The unit is written (its barrier also ends this unit's use of shared memory).
+    ready_signal(s.ready + unit);
   }
 }
 
@@ -429,12 +620,13 @@ __device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, cons
   }
 }
 
-template <int D, bool kTC, bool kSplit, bool kApart>
+template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
 __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
   constexpr int kCols = kScanCols<kApart>;
   static_assert(kTC || !kSplit, "only the tensor-core form keeps split operands");
   static_assert(kTC || kCols == 32, "v1 gives each lane a column");
   static_assert(!kApart || kSplit, "v4 builds on v3");
+  static_assert(!kAlongside || (kSplit && !kApart), "v6 is v3 with prep alongside");
   using L = Strides<D, kTC, kCols>;
   constexpr int kRowsT = C / kWarps;  // chunk rows per warp
   constexpr int kRowsI = D / kWarps;  // state rows per warp
@@ -497,6 +689,12 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
   };
 
   if constexpr (kApart) launch_dependents();  // gdn_out may start: it waits chunk by chunk
+  // v6: chunk c's W, U', P and G are there once prep's flag for it is (before anything copies them).
+  [[maybe_unused]] auto wait_prep = [&](int64_t c) {
+    if (c < s.chunks) ready_wait(s.ready + unit0 + c, 1);
+    else __syncthreads();
+  };
+  if constexpr (kAlongside) wait_prep(0);
   issue_wu(0);
   issue_qp(0);
   issue_k(0);
@@ -583,6 +781,7 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
     }
     // U is complete; W and U' are free (with kApart gdn_out may take this chunk).
     if constexpr (kApart) ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);
+    else if constexpr (kAlongside) wait_prep(c + 1);
     else __syncthreads();
     issue_wu(c + 1);
 
@@ -703,6 +902,8 @@ __global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, 
       head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
     }
   }
+  // v6 started early: the stream's next kernel comes after prep too.
+  if constexpr (kAlongside) wait_for_primary();
 }
 
 // v5: v4's sequential chain on wgmma (sm_90a). A CTA owns 32 value columns of one head, as in v3;
@@ -1027,11 +1228,11 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
 // the caller's static), plainly or (kEarly) started early.
 template <bool kEarly = false, typename Kernel>
 cudaError_t start(Kernel* kernel, dim3 grid, size_t bytes, std::atomic<uint64_t>& ready, cudaStream_t stream,
-                  const GdnArgs& a, const Scratch& s) {
+                  const GdnArgs& a, const Scratch& s, int threads = kThreads) {
   cudaError_t e = allow_dynamic_shared(kernel, static_cast<int>(bytes), ready);
   if (e != cudaSuccess) return e;
-  if constexpr (kEarly) e = LAUNCH_EARLY(kernel, grid, kThreads, bytes, stream, a, s);
-  else LAUNCH(kernel, grid, kThreads, bytes, stream, a, s);
+  if constexpr (kEarly) e = LAUNCH_EARLY(kernel, grid, threads, bytes, stream, a, s);
+  else LAUNCH(kernel, grid, threads, bytes, stream, a, s);
   return e == cudaSuccess ? cudaGetLastError() : e;
 }
 
@@ -1072,6 +1273,25 @@ cudaError_t launch_wg(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   return e == cudaSuccess ? start_out<D, kTileV / kTileV5>(a, s, stream) : e;
 }
 
+// v6: the ready flags cleared, prep on one CTA per SM (fewer for short inputs), then v3's scan
+// started early beside it.
+template <int D>
+cudaError_t launch_alongside(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  static std::atomic<uint64_t> prep_ready{0}, scan_ready{0};
+  const int64_t units = int64_t{a.B} * a.Hv * s.chunks;
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) e = cudaMemsetAsync(s.ready, 0, sizeof(int) * units, stream);
+  if (e == cudaSuccess)
+    e = start(gdn_prep_alongside<D>, dim3(static_cast<unsigned>(units < sms ? units : sms)), prep_alongside_smem(),
+              prep_ready, stream, a, s, kPrepThreads);
+  if (e == cudaSuccess)
+    e = start<true>(gdn_scan<D, true, true, false, true>, dim3(D / kTileV, a.Hv, a.B),
+                    scan_smem<D, true, true, false>(), scan_ready, stream, a, s);
+  return e;
+}
+
 }  // namespace
 
 bool gdn_prefill_supported(const GdnArgs& a) {
@@ -1083,7 +1303,8 @@ bool gdn_prefill_supported(const GdnArgs& a) {
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v) {
   const size_t units = static_cast<size_t>(a.B) * a.Hv * chunk_count(a);
   const size_t apart = v == Variant::kOutputApart || v == Variant::kWgmma ? units * (sizeof(float) * a.S * a.S + sizeof(int) * (a.S / kTileV)) : 0;
-  return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C)) + apart;
+  const size_t flags = v == Variant::kPrepAlongside ? units * sizeof(int) : 0;
+  return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C)) + apart + flags;
 }
 
 cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Variant v) {
@@ -1099,6 +1320,8 @@ cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Va
       return a.S == 128 ? launch<128, true, true, true>(a, s, stream) : launch<64, true, true, true>(a, s, stream);
     case Variant::kWgmma:
       return a.S == 128 ? launch_wg<128>(a, s, stream) : launch_wg<64>(a, s, stream);
+    case Variant::kPrepAlongside:
+      return a.S == 128 ? launch_alongside<128>(a, s, stream) : launch_alongside<64>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -37,9 +37,11 @@ enum class Variant {
                       // kernel that starts while the scan runs, and the scan on 16-column tiles
   kWgmma,             // v5: v4 with the scan's products on wgmma (sm_90a builds only: elsewhere
                       // its scan traps)
+  kPrepAlongside,     // v6: v3 with prep running beside the scan (one CTA per SM, in the shared
+                      // memory the scan leaves), handing over chunk by chunk through ready flags
 };
-constexpr Variant kVariants[] = {Variant::kSimt, Variant::kTensorCores, Variant::kTensorCoresSplit,
-                                 Variant::kOutputApart, Variant::kWgmma};
+constexpr Variant kVariants[] = {Variant::kSimt,        Variant::kTensorCores, Variant::kTensorCoresSplit,
+                                 Variant::kOutputApart, Variant::kWgmma,       Variant::kPrepAlongside};
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kSimt: return "v1";
@@ -47,12 +49,13 @@ inline const char* variant_name(Variant v) {
     case Variant::kTensorCoresSplit: return "v3";
     case Variant::kOutputApart: return "v4";
     case Variant::kWgmma: return "v5";
+    case Variant::kPrepAlongside: return "v6";
   }
   return "?";
 }
 
 // Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4 and v5
-// also each chunk's starting state).
+// also each chunk's starting state; v6 a ready flag per chunk).
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v);
 
 // Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a, v) bytes,

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -58,6 +59,7 @@ constexpr cudaError_t cudaErrorInvalidConfiguration = 9;
 constexpr cudaError_t cudaErrorLaunchFailure = 719;
 using cudaStream_t = struct CUstream_emu*;
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 
 namespace cuda_emu {
 
@@ -173,6 +175,17 @@ cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
 }
 inline cudaError_t cudaGetDevice(int* device) {
   *device = 0;
+  return cudaSuccess;
+}
+// A few SMs: kernels that size their grid by the SM count then loop over their work.
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  if (attr != cudaDevAttrMultiProcessorCount) return cudaErrorInvalidValue;
+  *value = 3;
+  return cudaSuccess;
+}
+// Kernels run when launched, so a memset on a stream is done at once.
+inline cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t = nullptr) {
+  std::memset(p, value, bytes);
   return cudaSuccess;
 }
 inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_last_error(); }
