@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
 // into registers. A unit ends with its ready flag; the scan's CTAs of that head wait for it
 // before they copy the unit's W, U', P and G. Prep never waits for the scan, so any number of
 // scan CTAs may be waiting for SM room: prep always finishes.
-constexpr int kPrepThreads = 128;
+constexpr int kPrepThreads = 256;
 constexpr int kSlice = 32;
 constexpr int kSliceLd = kSlice + 4;  // fragment loads on 32 distinct banks
 constexpr int kPrepLdA = C + 4;
@@ -422,22 +422,34 @@ constexpr size_t prep_alongside_smem() { return sizeof(float) * 4 * C * kSliceLd
 static_assert(C * kPrepLdA <= 4 * C * kSliceLd, "A fits where the slices were");
 
 // The 16 x 8 tiles of A and P on or below the diagonal (row block r: column tiles 0 .. 2r + 1, 20
-// tiles), five to each warp as at most two runs within a row block.
+// tiles), at most three to a warp, each warp's in one row block.
 struct TileRun {
   int rb, j0, count;
 };
-constexpr int kPrepTiles = 5;
-constexpr TileRun kPrepRuns[4][2] = {
-    {{0, 0, 2}, {3, 0, 3}}, {{3, 3, 5}, {0, 0, 0}}, {{1, 0, 4}, {2, 0, 1}}, {{2, 1, 5}, {0, 0, 0}}};
-static_assert(kPrepThreads / 32 == 4 && C == 64, "the runs cover a 64 x 64 product with four warps");
+constexpr int kPrepTiles = 3;
+constexpr TileRun kPrepRuns[8] = {{3, 0, 3}, {3, 3, 3}, {3, 6, 2}, {2, 0, 3},
+                                  {2, 3, 3}, {1, 0, 3}, {1, 3, 1}, {0, 0, 2}};
+static_assert(kPrepThreads / 32 == 8 && C == 64, "the runs cover a 64 x 64 product with eight warps");
 
-// Adds one slice of K (ks) and Q (qs) to warp kW's tiles of K K^T (kk) and Q K^T (qk).
-template <int kW, int kRun>
-__device__ __forceinline__ void prep_run_products(Acc (&kk)[kPrepTiles], Acc (&qk)[kPrepTiles], const float* ks,
-                                                  const float* qs, int lane) {
-  constexpr TileRun r = kPrepRuns[kW][kRun];
-  constexpr int first = kRun == 0 ? 0 : kPrepRuns[kW][0].count;
-  if constexpr (r.count > 0) {
+// Adds one slice of K (ks) and Q (qs) to warp kW's tiles of K K^T (kk) and Q K^T (qk), or (kStore)
+// stores the finished tiles as A and P; the warp index picks the instantiation.
+template <bool kStore, int kW = 0>
+__device__ __forceinline__ void prep_tiles(int warp, Acc (&kk)[kPrepTiles], Acc (&qk)[kPrepTiles], const float* ks,
+                                           const float* qs, float* as, float* p, const double* gs,
+                                           const float* betas, int n, int lane) {
+  if (warp != kW) {
+    if constexpr (kW + 1 < kPrepThreads / 32) prep_tiles<kStore, kW + 1>(warp, kk, qk, ks, qs, as, p, gs, betas, n, lane);
+    return;
+  }
+  constexpr TileRun r = kPrepRuns[kW];
+  if constexpr (kStore) {
+#pragma unroll
+    for (int j = 0; j < r.count; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        store_a_p(as, kPrepLdA, p, gs, betas, n, c_row(16 * r.rb, lane, e), c_col(r.j0 + j, lane, e), kk[j].sum(e),
+                  qk[j].sum(e));
+  } else {
 #pragma unroll
     for (int k0 = 0; k0 < kSlice; k0 += 8) {
       float fk[4], fq[4];
@@ -449,42 +461,15 @@ __device__ __forceinline__ void prep_run_products(Acc (&kk)[kPrepTiles], Acc (&q
         float fb[2];
         load_b_t(fb, ks, kSliceLd, k0, 8 * (r.j0 + j), lane);
         const Split<2> sb(fb);
-        kk[first + j].add(sk, sb);
-        qk[first + j].add(sq, sb);
+        kk[j].add(sk, sb);
+        qk[j].add(sq, sb);
       }
     }
   }
 }
 
-template <int kW, int kRun>
-__device__ __forceinline__ void prep_run_store(const Acc (&kk)[kPrepTiles], const Acc (&qk)[kPrepTiles], float* as,
-                                               float* p, const double* gs, const float* betas, int n, int lane) {
-  constexpr TileRun r = kPrepRuns[kW][kRun];
-  constexpr int first = kRun == 0 ? 0 : kPrepRuns[kW][0].count;
-#pragma unroll
-  for (int j = 0; j < r.count; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      store_a_p(as, kPrepLdA, p, gs, betas, n, c_row(16 * r.rb, lane, e), c_col(r.j0 + j, lane, e),
-                kk[first + j].sum(e), qk[first + j].sum(e));
-}
-
-template <int kW>
-__device__ __forceinline__ void prep_warp_products(Acc (&kk)[kPrepTiles], Acc (&qk)[kPrepTiles], const float* ks,
-                                                   const float* qs, int lane) {
-  prep_run_products<kW, 0>(kk, qk, ks, qs, lane);
-  prep_run_products<kW, 1>(kk, qk, ks, qs, lane);
-}
-
-template <int kW>
-__device__ __forceinline__ void prep_warp_store(const Acc (&kk)[kPrepTiles], const Acc (&qk)[kPrepTiles], float* as,
-                                                float* p, const double* gs, const float* betas, int n, int lane) {
-  prep_run_store<kW, 0>(kk, qk, as, p, gs, betas, n, lane);
-  prep_run_store<kW, 1>(kk, qk, as, p, gs, betas, n, lane);
-}
-
 template <int D>
-__global__ void __launch_bounds__(kPrepThreads, 3) gdn_prep_alongside(GdnArgs a, Scratch s) {
+__global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a, Scratch s) {
   launch_dependents();  // the scan may start: it waits for each unit's flag
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies and float4 reads need
@@ -536,24 +521,14 @@ __global__ void __launch_bounds__(kPrepThreads, 3) gdn_prep_alongside(GdnArgs a,
       __syncthreads();
       const float* ks = smem + (sl & 1) * 2 * C * kSliceLd;
       const float* qs = ks + C * kSliceLd;
-      switch (warp) {
-        case 0: prep_warp_products<0>(kk, qk, ks, qs, lane); break;
-        case 1: prep_warp_products<1>(kk, qk, ks, qs, lane); break;
-        case 2: prep_warp_products<2>(kk, qk, ks, qs, lane); break;
-        default: prep_warp_products<3>(kk, qk, ks, qs, lane); break;
-      }
+      prep_tiles<false>(warp, kk, qk, ks, qs, nullptr, nullptr, gs, betas, n, lane);
       __syncthreads();  // every warp is done with buffer sl % 2 (and, after the last, with both)
       issue(sl + 2);
     }
 
     if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
     float* p = s.p + unit * C * C;
-    switch (warp) {
-      case 0: prep_warp_store<0>(kk, qk, as, p, gs, betas, n, lane); break;
-      case 1: prep_warp_store<1>(kk, qk, as, p, gs, betas, n, lane); break;
-      case 2: prep_warp_store<2>(kk, qk, as, p, gs, betas, n, lane); break;
-      default: prep_warp_store<3>(kk, qk, as, p, gs, betas, n, lane); break;
-    }
+    prep_tiles<true>(warp, kk, qk, nullptr, nullptr, as, p, gs, betas, n, lane);
     // P's tiles above the diagonal are zero (the scan reads them); A's are never read.
     for (int idx = threadIdx.x; idx < C * C; idx += kPrepThreads)
       if ((idx % C) / 8 > 2 * (idx / C / 16) + 1) p[idx] = 0.0f;
@@ -621,7 +596,7 @@ __device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, cons
 }
 
 template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
-__global__ void __launch_bounds__(kThreads, kApart ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
+__global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
   constexpr int kCols = kScanCols<kApart>;
   static_assert(kTC || !kSplit, "only the tensor-core form keeps split operands");
   static_assert(kTC || kCols == 32, "v1 gives each lane a column");
@@ -1283,6 +1258,11 @@ cudaError_t launch_alongside(const GdnArgs& a, const Scratch& s, cudaStream_t st
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess) e = cudaMemsetAsync(s.ready, 0, sizeof(int) * units, stream);
+  // An SM sets its shared-memory size for the CTAs it runs: prep alone would leave it too small
+  // for a scan CTA, which then could not start beside prep.
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gdn_prep_alongside<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             static_cast<int>(cudaSharedmemCarveoutMaxShared));
   if (e == cudaSuccess)
     e = start(gdn_prep_alongside<D>, dim3(static_cast<unsigned>(units < sms ? units : sms)), prep_alongside_smem(),
               prep_ready, stream, a, s, kPrepThreads);

@@ -58,7 +58,11 @@ constexpr cudaError_t cudaErrorInvalidValue = 1;
 constexpr cudaError_t cudaErrorInvalidConfiguration = 9;
 constexpr cudaError_t cudaErrorLaunchFailure = 719;
 using cudaStream_t = struct CUstream_emu*;
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9
+};
+enum cudaSharedCarveout { cudaSharedmemCarveoutMaxShared = 100 };
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 
 namespace cuda_emu {
@@ -170,6 +174,8 @@ void ready_wait(const int* counter, int count);
 
 template <typename T>
 cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
+  // The carveout is a hint about the SM's L1 / shared split: nothing to emulate.
+  if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return value >= 0 && value <= 100 ? cudaSuccess : cudaErrorInvalidValue;
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
   return ::cuda_emu::set_max_dynamic_shared(reinterpret_cast<const void*>(kernel), value);
 }
