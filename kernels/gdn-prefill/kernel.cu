@@ -171,18 +171,19 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
   b[1] = m[(col0 + r) * ld + k0 + q + 4];
 }
 
-// acc[m][j] += A_m[row0 .. row0 + 16)[0 .. k_end) B[0 .. k_end)[8 (tile0 + j) .. + 8) for m < kM,
-// j < kN, on tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. k_end is a
-// multiple of 16: even and odd k steps go to separate accumulators, for twice the independent work.
-// Several A operands over one B (the scan's W S with Q S) share B's fragments, and their chains
-// interleave (v3 185.9 -> 179.9 us at 32 x d128 x 1024 against W S and Q S one after the other).
-template <int kLdA, class B, int kM, int kN>
+// acc[m][j] += A_m[row0 .. row0 + 16)[k_begin .. k_end) B[k_begin .. k_end)[8 (tile0 + j) .. + 8) for
+// m < kM, j < kN, on tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. The
+// range is a multiple of 8 kPar: kPar consecutive k steps go to separate accumulators, for more
+// independent work. Several A operands over one B (the scan's W S with Q S) share B's fragments,
+// and their chains interleave (v3 185.9 -> 179.9 us at 32 x d128 x 1024 against W S and Q S one
+// after the other).
+template <int kLdA, int kPar, class B, int kM, int kN>
 __device__ __forceinline__ void mma_rows(float (&acc)[kM][kN][4], const float* const (&a)[kM], const B& b, int row0,
-                                         int tile0, int k_end, int lane) {
-  Acc part[kM][2][kN];  // [operand][k step parity][j]
-  for (int k0 = 0; k0 < k_end; k0 += 16) {
+                                         int tile0, int k_begin, int k_end, int lane) {
+  Acc part[kM][kPar][kN];  // [operand][k step within kPar][j]
+  for (int k0 = k_begin; k0 < k_end; k0 += 8 * kPar) {
 #pragma unroll
-    for (int p = 0; p < 2; ++p) {
+    for (int p = 0; p < kPar; ++p) {
       Split<4> sa[kM];
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
@@ -203,10 +204,12 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kM][kN][4], const float* c
 #pragma unroll
     for (int j = 0; j < kN; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[m][j][e] += part[m][0][j].sum(e) + part[m][1][j].sum(e);
+      for (int p = 0; p < kPar; ++p)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[m][j][e] += part[m][p][j].sum(e);
 }
 
-// The same for one A operand.
+// The same for one A operand over [0, k_end), a multiple of 16, even and odd k steps apart.
 template <int kLdA, class B, int kN>
 __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, const B& b, int row0, int tile0,
                                          int k_end, int lane) {
@@ -215,7 +218,7 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, co
   for (int j = 0; j < kN; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) one[0][j][e] = acc[j][e];
-  mma_rows<kLdA>(one, {a}, b, row0, tile0, k_end, lane);
+  mma_rows<kLdA, 2>(one, {a}, b, row0, tile0, 0, k_end, lane);
 #pragma unroll
   for (int j = 0; j < kN; ++j)
 #pragma unroll
@@ -568,13 +571,22 @@ constexpr int kSplitLd = kCols + 4;
 template <bool kApart>
 constexpr int kScanCols = kApart ? kTileV4 : kTileV;
 
-template <int D, bool kTC, bool kSplit, bool kApart>
+// v2, v3: the two warps of a row block compute W S and Q S over one half of the state's rows
+// each, for all of the CTA's columns, and then swap the partial sums of each other's columns
+// through shared memory (16 floats a thread): half the A operands' loads and splits per warp, and
+// chains half as long. v6 keeps one warp per tile: the exchange would not leave prep room.
+template <bool kTC, bool kApart, bool kAlongside>
+constexpr bool kHalvesK = kTC && !kApart && !kAlongside;
+constexpr int kSwapFloats = 16;  // per thread: 2 operands x 2 column tiles x 4
+
+template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
 constexpr size_t scan_smem() {
   constexpr int kCols = kScanCols<kApart>;
   using L = Strides<D, kTC, kCols>;
   const size_t kept =
       kSplit ? sizeof(float2) * (D + C) * kSplitLd<kCols> : sizeof(float) * (D + C) * L::kS;
-  return kept + sizeof(float) * (C * L::kS + (kApart ? 2 : 3) * C * L::kX + (kApart ? 0 : C * L::kA));
+  const size_t swap = kHalvesK<kTC, kApart, kAlongside> ? sizeof(float) * kThreads * kSwapFloats : 0;
+  return kept + swap + sizeof(float) * (C * L::kS + (kApart ? 2 : 3) * C * L::kX + (kApart ? 0 : C * L::kA));
 }
 
 // acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]: the
@@ -630,6 +642,7 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
   float* kx = ws + C * L::kX;      // [C][kX]: K
   float* qx = kx + C * L::kX;      // [C][kX]: Q (not with kApart)
   float* ps = qx + C * L::kX;      // [C][kA]: P (not with kApart)
+  float* swap = ps + C * L::kA;    // [kSwapFloats][kThreads]: kHalvesK's partial sums
   alignas(16) __shared__ double gs[2][C];  // log-gates of this chunk and the next (cp.async: 16-byte aligned)
   __shared__ float ge[C], gtail[C], decay[C];
 
@@ -718,9 +731,33 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
       float acc[kN][4] = {};
       if constexpr (kApart) {
         mma_rows<L::kX>(acc, ws, st, trow0, tcol0, D, lane);
+      } else if constexpr (kHalvesK<kTC, kApart, kAlongside>) {
+        // This warp's half of the rows of S (kh) for all four column tiles; it keeps tiles
+        // [2 kh, 2 kh + 2) (its own, tcol0) and hands the other two to the warp of the other half.
+        static_assert(kN == 2 && kColTiles == 4, "two warps a row block, two column tiles each");
+        const int kh = warp & 1;
+        float part[2][kColTiles][4] = {};
+        mma_rows<L::kX, 1>(part, {ws, qx}, st, trow0, 0, kh * (D / 2), (kh + 1) * (D / 2), lane);
+        float* out = swap + warp * kSwapFloats * 32 + lane;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
+        __syncthreads();
+        const float* in = swap + (warp ^ 1) * kSwapFloats * 32 + lane;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int x = (j * 4 + e) * 32, y = ((2 + j) * 4 + e) * 32;
+            acc[j][e] = (kh ? part[0][2 + j][e] : part[0][j][e]) + in[x];
+            qs_acc[j][e] = (kh ? part[1][2 + j][e] : part[1][j][e]) + in[y];
+          }
       } else {
         float ws_qs[2][kN][4] = {};
-        mma_rows<L::kX>(ws_qs, {ws, qx}, st, trow0, tcol0, D, lane);
+        mma_rows<L::kX, 2>(ws_qs, {ws, qx}, st, trow0, tcol0, 0, D, lane);
 #pragma unroll
         for (int j = 0; j < kN; ++j)
 #pragma unroll
@@ -1268,7 +1305,7 @@ cudaError_t launch_alongside(const GdnArgs& a, const Scratch& s, cudaStream_t st
               prep_ready, stream, a, s, kPrepThreads);
   if (e == cudaSuccess)
     e = start<true>(gdn_scan<D, true, true, false, true>, dim3(D / kTileV, a.Hv, a.B),
-                    scan_smem<D, true, true, false>(), scan_ready, stream, a, s);
+                    scan_smem<D, true, true, false, true>(), scan_ready, stream, a, s);
   return e;
 }
 
