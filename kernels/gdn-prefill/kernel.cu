@@ -1,10 +1,11 @@
-// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in five variants: v1 does every
+// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in six variants: v1 does every
 // product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
 // 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
 // float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
 // state tile and U kept split in shared memory (Cells<true>), two prep CTAs per SM and the K > 1
 // snapshots as tensor-core products; v4 is v3 with O taken out of the scan (below); v5 is v4 with
-// the scan's products on wgmma (sm_90a), every operand split once in shared memory.
+// the scan's products on wgmma (sm_90a), every operand split once in shared memory; v6 is v3 with
+// prep as a persistent kernel running beside the scan (gdn_prep_alongside).
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
