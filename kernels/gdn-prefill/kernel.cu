@@ -472,6 +472,8 @@ __device__ __forceinline__ void prep_tiles(int warp, Acc (&kk)[kPrepTiles], Acc 
   }
 }
 
+// 128 registers a thread (the bound of two CTAs an SM): half the register file, the scan's CTA
+// takes the other half.
 template <int D>
 __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a, Scratch s) {
   launch_dependents();  // the scan may start: it waits for each unit's flag
@@ -608,6 +610,8 @@ __device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, cons
   }
 }
 
+// Two CTAs an SM's worth of registers (128 a thread) for v4, whose CTAs pair up, and for v6, whose
+// CTA shares the SM with a prep CTA of the same size (121 used, no spills, against 165 uncapped).
 template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
 __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
   constexpr int kCols = kScanCols<kApart>;
