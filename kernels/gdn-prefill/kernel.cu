@@ -256,6 +256,27 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
   }
 }
 
+// The chunk's betas and its cumulative log-gates G into shared memory (graw: the gates, a
+// scratch row). G is summed in double by thread 0 after a barrier (all threads call this): far
+// into a chunk of harsh gates G reaches -1000, where a float's spacing would spoil the
+// short-range decays that matter. The caller's next barrier publishes G.
+__device__ __forceinline__ void load_gates(const GdnArgs& a, int b, int h, int64_t t0, int n, float* betas,
+                                           float* graw, double* gs) {
+  if (threadIdx.x < C) {
+    const int t = threadIdx.x;
+    betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
+    graw[t] = t < n ? a.g[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double acc = 0;
+    for (int t = 0; t < C; ++t) {
+      acc += graw[t];
+      gs[t] = acc;
+    }
+  }
+}
+
 // A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t), from
 // the products k_t.k_u and q_t.k_u; zero elsewhere and in rows from n on.
 __device__ __forceinline__ void store_a_p(float* as, int lda, float* p, const double* gs, const float* betas, int n,
@@ -322,21 +343,7 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   load_rows_async<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
   if constexpr (!kTwoPerSm) load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
   async_commit();
-  if (threadIdx.x < C) {
-    const int t = threadIdx.x;
-    betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
-    graw[t] = t < n ? a.g[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    // Summed in double: far into a chunk of harsh gates G reaches -1000, where a float's spacing
-    // would spoil the short-range decays that matter.
-    double acc = 0;
-    for (int t = 0; t < C; ++t) {
-      acc += graw[t];
-      gs[t] = acc;
-    }
-  }
+  load_gates(a, b, h, t0, n, betas, graw, gs);
   async_wait<0>();
   __syncthreads();
   if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
@@ -506,19 +513,7 @@ __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a,
     };
     issue(0);
     issue(1);
-    if (threadIdx.x < C) {
-      const int t = threadIdx.x;
-      betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
-      graw[t] = t < n ? a.g[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double acc = 0;  // in double, as gdn_prep's
-      for (int t = 0; t < C; ++t) {
-        acc += graw[t];
-        gs[t] = acc;
-      }
-    }
+    load_gates(a, b, h, t0, n, betas, graw, gs);
 
     Acc kk[kPrepTiles], qk[kPrepTiles];
 #pragma unroll 1
