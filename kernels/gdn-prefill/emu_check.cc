@@ -21,6 +21,13 @@ using namespace gdn;
 
 namespace {
 
+// Scratch filled with NaN bytes: what a kernel reads before anything wrote it spoils the result.
+std::vector<double> poisoned_scratch(const GdnArgs& a, Variant v) {
+  std::vector<double> scratch(gdn_prefill_scratch_bytes(a, v) / sizeof(double) + 1);
+  std::memset(scratch.data(), 0xff, scratch.size() * sizeof(double));
+  return scratch;
+}
+
 // A copy of v at an address 4 bytes past a 16-byte boundary, inside `storage`.
 const float* misaligned_copy(const std::vector<float>& v, std::vector<float>& storage) {
   storage.assign(v.size() + 4, 0.0f);
@@ -50,7 +57,7 @@ int main() {
           std::vector<float> out(static_cast<size_t>(p.out_elems()), kUnwritten);
           const GdnArgs a = contiguous_args(s, p.q.data(), p.k.data(), p.v.data(), p.g.data(), p.beta.data(),
                                             p.state.data(), out.data());
-          std::vector<double> scratch(gdn_prefill_scratch_bytes(a, var) / sizeof(double) + 1);
+          std::vector<double> scratch = poisoned_scratch(a, var);
           cuda_emu::set_order(order, 7);
           cuda_emu::clear_problems();
           cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
@@ -75,7 +82,7 @@ int main() {
           const GdnArgs a = contiguous_args(s, misaligned_copy(p.q, qm), misaligned_copy(p.k, km),
                                             misaligned_copy(p.v, vm), p.g.data(), p.beta.data(), p.state.data(),
                                             out.data());
-          std::vector<double> scratch(gdn_prefill_scratch_bytes(a, var) / sizeof(double) + 1);
+          std::vector<double> scratch = poisoned_scratch(a, var);
           cuda_emu::set_order(cuda_emu::Order::kForward, 7);
           cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
           if (e == cudaSuccess) e = cudaGetLastError();
