@@ -9,8 +9,9 @@
 #   scripts/gpu_session.sh quick     the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
 #   scripts/gpu_session.sh ab        every gdn driver in .gpu (gdn_prefill_driver, and the
-#                                    gdn_prefill_driver_NAME builds of other branches), one after
-#                                    another in one call: oracle lines and the main cases' times
+#                                    gdn_prefill_driver_NAME builds of other branches, which may be
+#                                    xz-compressed), one after another in one call: oracle lines
+#                                    and the main cases' times
 #   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
 #                                    product with mma.sync and with wgmma, checked and timed (with
 #                                    its machine code); kernels/common/probes/cluster_check.cu:
@@ -94,8 +95,10 @@ case $stage in
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
     ;;
   ab)
+    # Other branches' drivers may come xz-compressed (the carried tree is limited to 64 MiB).
+    for z in .gpu/gdn_prefill_driver_*.xz; do [ -f "$z" ] && xz -dkf "$z" && chmod +x "${z%.xz}"; done
     for d in .gpu/gdn_prefill_driver .gpu/gdn_prefill_driver_*; do
-      [ -x "$d" ] || continue
+      [ -x "$d" ] && [ "${d%.xz}" = "$d" ] || continue
       name=${d##*/}
       "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || true
       echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
