@@ -14,7 +14,8 @@
 //                                            land the same way, src not read
 //   async_commit(), async_wait<N>()          close a group of them; wait until at most N groups
 //                                            are in flight (then __syncthreads to share them)
-//   allow_dynamic_shared(kernel, bytes, done)   the shared-memory opt-in, once per device
+//   allow_dynamic_shared(kernel, bytes, done[, carveout])   the shared-memory opt-in (and carveout),
+//                                            once per device
 //   LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, args...)   LAUNCH, but on sm_90 the
 //                                            kernel may start while the one before it in the
 //                                            stream still runs (programmatic dependent launch),
@@ -377,15 +378,18 @@ __host__ __device__ inline int wgmma_col(int t, int e) { return 8 * (e >> 2) + 2
 
 // cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) on the current device unless
 // `done` (the caller's static, one per kernel) says it was set there already: the call costs host
-// time on every launch otherwise, and a short kernel's launches come back to back.
+// time on every launch otherwise, and a short kernel's launches come back to back. A carveout
+// (0-100, percent of the SM's memory as shared memory) is set with it when given.
 template <typename Kernel>
-inline cudaError_t allow_dynamic_shared(Kernel* kernel, int bytes, std::atomic<uint64_t>& done) {
+inline cudaError_t allow_dynamic_shared(Kernel* kernel, int bytes, std::atomic<uint64_t>& done, int carveout = -1) {
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
   const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
   if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return cudaSuccess;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess && carveout >= 0)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
   if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
   return e;
 }

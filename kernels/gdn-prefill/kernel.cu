@@ -1296,9 +1296,9 @@ cudaError_t launch_alongside(const GdnArgs& a, const Scratch& s, cudaStream_t st
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess) e = cudaMemsetAsync(s.ready, 0, sizeof(int) * units, stream);
   // An SM sets its shared-memory size for the CTAs it runs: prep alone would leave it too small
-  // for a scan CTA, which then could not start beside prep.
+  // for a scan CTA, which then could not start beside prep (start's own opt-in is then a no-op).
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gdn_prep_alongside<D>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    e = allow_dynamic_shared(gdn_prep_alongside<D>, static_cast<int>(prep_alongside_smem()), prep_ready,
                              static_cast<int>(cudaSharedmemCarveoutMaxShared));
   if (e == cudaSuccess)
     e = start(gdn_prep_alongside<D>, dim3(static_cast<unsigned>(units < sms ? units : sms)), prep_alongside_smem(),
