@@ -312,6 +312,78 @@ __device__ __forceinline__ void forward_substitute(float (&x)[C], const float* a
   }
 }
 
+// (I + A) X = diag(scale) R for W (R = K in ks, scale wscale) and U' (R = V in vs, scale betas)
+// together, X over R in shared memory and out to w_out / u_out, in blocks of 16 rows: block b's
+// rows first take R_b scaled minus A[b][0, 16b) X[0, 16b) as a 3xTF32 product (the warps over
+// column tiles), then a thread per column solves the block's own 16 rows. The serial work per
+// column is four 16-row solves instead of one of 64 rows: about a quarter of the scalar
+// multiply-adds, the rest on tensor cores.
+template <int D, int kLdX, int kLdA>
+__device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const float* as, const float* wscale,
+                                                   const float* betas, float* w_out, float* u_out, int n, int warp,
+                                                   int lane) {
+  constexpr int kB = 16;                     // rows a block
+  constexpr int kWarpCols = 2 * D / kWarps;  // the columns of the product a warp takes
+  constexpr int kT = kWarpCols / 8;
+  static_assert(D % kWarpCols == 0 && kT >= 1 && 2 * D <= kThreads, "a warp's columns lie in K or in V");
+  const int c0 = warp * kWarpCols;
+  float* const xw = c0 < D ? ks + c0 : vs + (c0 - D);  // this warp's first column
+  const float* const sw = c0 < D ? wscale : betas;
+  const int r = lane >> 2, q = lane & 3;
+#pragma unroll 1
+  for (int r0 = 0; r0 < C; r0 += kB) {
+    // Y = scale R - A[r0.., 0..r0) X[0..r0, ..) for this block's rows, in place of R.
+    Acc part[kT];
+    for (int k0 = 0; k0 < r0; k0 += 8) {
+      float fa[4];
+      load_a(fa, as, kLdA, r0, k0, lane);
+      const Split<4> sa(fa);
+#pragma unroll
+      for (int j = 0; j < kT; ++j) {
+        const float fb[2] = {xw[(k0 + q) * kLdX + 8 * j + r], xw[(k0 + q + 4) * kLdX + 8 * j + r]};
+        part[j].add(sa, Split<2>(fb));
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = c_row(r0, lane, e), cc = c_col(j, lane, e);
+        xw[t * kLdX + cc] = sw[t] * xw[t * kLdX + cc] - part[j].sum(e);
+      }
+    __syncthreads();
+    // The block's own rows, a column a thread.
+    if (threadIdx.x < 2 * D) {
+      const int col = threadIdx.x % D;
+      float* xc = (threadIdx.x < D ? ks : vs) + col;
+      float* out = (threadIdx.x < D ? w_out : u_out) + col;
+      float x[kB];
+#pragma unroll
+      for (int i = 0; i < kB; ++i) {
+        const float* at = as + (r0 + i) * kLdA + r0;
+        float p0 = xc[(r0 + i) * kLdX], p1 = 0, p2 = 0, p3 = 0;
+        int u = 0;
+        if constexpr (kLdA % 4 == 0) {
+#pragma unroll
+          for (; u + 4 <= i; u += 4) {
+            const float4 a4 = *reinterpret_cast<const float4*>(at + u);
+            p0 -= a4.x * x[u];
+            p1 -= a4.y * x[u + 1];
+            p2 -= a4.z * x[u + 2];
+            p3 -= a4.w * x[u + 3];
+          }
+        }
+#pragma unroll
+        for (; u < i; ++u) p0 -= at[u] * x[u];
+        x[i] = (p0 + p1) + (p2 + p3);
+        xc[(r0 + i) * kLdX] = x[i];
+        if (r0 + i < n) out[(r0 + i) * D] = x[i];
+      }
+    }
+    __syncthreads();  // X's block is there for the next blocks' products
+  }
+}
+
 // kTwoPerSm (v3): V is loaded into Q's buffer once Q K^T is done, so that the shared memory of
 // two CTAs fits one SM and one CTA's waits overlap the other's work.
 template <int D, bool kTC, bool kTwoPerSm>
@@ -401,6 +473,11 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   }
   __syncthreads();
 
+  if constexpr (kTC) {
+    blocked_substitute<D, L::kX, L::kA>(ks, vs, as, wscale, betas, s.w + unit * C * D, s.u + unit * C * D, n, warp,
+                                        lane);
+    return;
+  }
   // Forward substitution, one column of W (threads 0..D-1) or of U' (D..2D-1) per thread.
   if (threadIdx.x < 2 * D) {
     const bool is_w = threadIdx.x < D;
