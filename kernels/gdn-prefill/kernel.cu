@@ -229,9 +229,10 @@ __device__ __forceinline__ void mma_rows(float (&acc)[kN][4], const float* a, co
 // Rows [0, C) of kCols floats, src_stride apart in global memory, into shared rows `ld` apart, as
 // asynchronous copies (16 bytes where the addresses allow); rows from n on are zeroed (with the
 // 16-byte copies, by zero-filling copies that land with the others). The caller commits the group
-// and waits for it. kNT threads of the block take part.
+// and waits for it. kNT threads take part, tid the caller's index among them.
 template <int kCols, int kNT = kThreads>
-__device__ __forceinline__ void load_rows_async(float* dst, int ld, const float* src, int64_t src_stride, int n) {
+__device__ __forceinline__ void load_rows_async(float* dst, int ld, const float* src, int64_t src_stride, int n,
+                                                int tid = static_cast<int>(threadIdx.x)) {
   static_assert(kCols % 4 == 0, "rows are copied in quads where they can be");
   const bool wide = (reinterpret_cast<uintptr_t>(src) & 15) == 0 && src_stride % 4 == 0 && ld % 4 == 0;
   if (wide) {
@@ -240,7 +241,7 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
     // loop cost about 25 instructions a copy in the scan's PTX).
     constexpr int kQuads = kCols / 4, kStep = kNT / kQuads;
     static_assert(kNT % kQuads == 0 && C % kStep == 0, "every thread copies whole rows' quads");
-    const int t0 = static_cast<int>(threadIdx.x / kQuads), i = 4 * static_cast<int>(threadIdx.x % kQuads);
+    const int t0 = tid / kQuads, i = 4 * (tid % kQuads);
     const float* s = src + t0 * src_stride + i;
     float* d = dst + t0 * ld + i;
     const int64_t s_step = kStep * src_stride;
@@ -248,7 +249,7 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
     for (int r = 0; r < C / kStep; ++r, s += s_step, d += kStep * ld)
       copy_async_16_or_zero(d, s, t0 + r * kStep < n);
   } else {
-    for (int idx = threadIdx.x; idx < C * kCols; idx += kNT) {
+    for (int idx = tid; idx < C * kCols; idx += kNT) {
       const int t = idx / kCols, i = idx % kCols;
       if (t < n) copy_async_4(dst + t * ld + i, src + t * src_stride + i);
       else dst[t * ld + i] = 0.0f;
@@ -663,6 +664,17 @@ template <bool kTC, bool kApart, bool kAlongside>
 constexpr bool kHalvesK = kTC && !kApart && !kAlongside;
 constexpr int kSwapFloats = 16;  // per thread: 2 operands x 2 column tiles x 4
 
+// v2, v3: a ninth warp (the producer) issues every copy, so that the eight that compute never
+// stall issuing them. Issuing cp.async held each of v3's warps about 3700 of a chunk's 12800
+// cycles (clock64 stamps, 32 x d128 x 1024: W U' G about 1300, Q P 1400, K 1000), as long with
+// 4 heads as with 32: the SM's intake of 16-byte copies (about 32 bytes a cycle), not L2. The
+// producer issues P and K while the others compute W S and Q S, W U' G and Q of the next chunk
+// during the state update, and waits for each group before the barrier ahead of its first use.
+template <bool kTC, bool kApart, bool kAlongside>
+constexpr bool kProducer = kHalvesK<kTC, kApart, kAlongside>;
+template <bool kTC, bool kApart, bool kAlongside>
+constexpr int kScanThreads = kThreads + (kProducer<kTC, kApart, kAlongside> ? 32 : 0);
+
 template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
 constexpr size_t scan_smem() {
   constexpr int kCols = kScanCols<kApart>;
@@ -694,7 +706,8 @@ __device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, cons
 // Two CTAs an SM's worth of registers (128 a thread) for v4, whose CTAs pair up, and for v6, whose
 // CTA shares the SM with a prep CTA of the same size (121 used, no spills, against 165 uncapped).
 template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
-__global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_scan(GdnArgs a, Scratch s) {
+__global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart || kAlongside ? 2 : 1)
+    gdn_scan(GdnArgs a, Scratch s) {
   constexpr int kCols = kScanCols<kApart>;
   static_assert(kTC || !kSplit, "only the tensor-core form keeps split operands");
   static_assert(kTC || kCols == 32, "v1 gives each lane a column");
@@ -707,6 +720,8 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int col0 = blockIdx.x * kCols;
   const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
+  constexpr bool kProd = kProducer<kTC, kApart, kAlongside>;
+  const bool producer = kProd && warp == kWarps;
 
   DYNAMIC_SHARED(float4, smem4);  // float4: 16-byte aligned, as the copies need
   float* smem = reinterpret_cast<float*>(smem4);
@@ -762,6 +777,24 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
     async_commit();
   };
 
+  // kProducer's copies, by the producer's lanes: W U' G with Q in one group, P and K one each.
+  [[maybe_unused]] auto produce_wuq = [&](int64_t c) {
+    if (c < s.chunks) {
+      const int64_t unit = unit0 + c;
+      load_rows_async<D, 32>(ws, L::kX, s.w + unit * C * D, D, rows_in(c), lane);
+      load_rows_async<kCols, 32>(up, L::kS, s.u + unit * C * D + col0, D, rows_in(c), lane);
+      for (int i = lane; i < C / 2; i += 32) copy_async_16(&gs[c & 1][2 * i], s.g + unit * C + 2 * i);
+      load_rows_async<D, 32>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c), lane);
+    }
+    async_commit();
+  };
+  [[maybe_unused]] auto produce_pk = [&](int64_t c) {
+    load_rows_async<C, 32>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C, lane);
+    async_commit();
+    load_rows_async<D, 32>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), lane);
+    async_commit();
+  };
+
   if constexpr (kApart) launch_dependents();  // gdn_out may start: it waits chunk by chunk
   // v6: chunk c's W, U', P and G are there once prep's flag for it is (before anything copies them).
   [[maybe_unused]] auto wait_prep = [&](int64_t c) {
@@ -769,13 +802,17 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
     else __syncthreads();
   };
   if constexpr (kAlongside) wait_prep(0);
-  issue_wu(0);
-  issue_qp(0);
-  issue_k(0);
+  if constexpr (kProd) {
+    if (producer) produce_wuq(0);
+  } else {
+    issue_wu(0);
+    issue_qp(0);
+    issue_k(0);
+  }
   // The state is column-major in memory (S[i][j] at j * D + i): consecutive threads take
   // consecutive rows of a column.
   const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D;
-  for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
+  for (int idx = threadIdx.x; !producer && idx < D * kCols; idx += kThreads) {
     const int cc = idx / D, i = idx % D;
     st.set(i, cc, s0[int64_t{col0 + cc} * D + i]);
   }
@@ -795,7 +832,11 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
     const int n = rows_in(c);
     const double* g = gs[c & 1];
     // W, U', G of this chunk (v2, v3: also Q and P, whose Q S goes with W S).
-    async_wait<(kTC && !kApart) ? 1 : 2>();
+    if constexpr (kProd) {
+      if (producer) async_wait<0>();
+    } else {
+      async_wait<(kTC && !kApart) ? 1 : 2>();
+    }
     __syncthreads();  // ... for every thread; the previous chunk is done with ge, gtail, decay
     if (threadIdx.x < C) {
       const int t = threadIdx.x;
@@ -823,18 +864,22 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
         static_assert(kN == 2 && kColTiles == 4, "two warps a row block, two column tiles each");
         const int kh = warp & 1;
         float part[2][kColTiles][4] = {};
-        mma_rows<L::kX, 1>(part, {ws, qx}, st, trow0, 0, kh * (D / 2), (kh + 1) * (D / 2), lane);
-        float* out = swap + warp * kSwapFloats * 32 + lane;
+        if (producer) {
+          produce_pk(c);
+        } else {
+          mma_rows<L::kX, 1>(part, {ws, qx}, st, trow0, 0, kh * (D / 2), (kh + 1) * (D / 2), lane);
+          float* out = swap + warp * kSwapFloats * 32 + lane;
 #pragma unroll
-        for (int m = 0; m < 2; ++m)
+          for (int m = 0; m < 2; ++m)
 #pragma unroll
-          for (int j = 0; j < 2; ++j)
+            for (int j = 0; j < 2; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
+              for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
+        }
         __syncthreads();
         const float* in = swap + (warp ^ 1) * kSwapFloats * 32 + lane;
 #pragma unroll
-        for (int j = 0; j < 2; ++j)
+        for (int j = 0; j < 2 && !producer; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int x = (j * 4 + e) * 32, y = ((2 + j) * 4 + e) * 32;
@@ -851,7 +896,7 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
       }
       float* u_out = s.u + (unit0 + c) * C * D + col0;  // kApart: U over U', which only this CTA read
 #pragma unroll
-      for (int j = 0; j < kN; ++j)
+      for (int j = 0; j < kN && !producer; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
@@ -880,8 +925,11 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
     // U is complete; W and U' are free (with kApart gdn_out may take this chunk).
     if constexpr (kApart) ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);
     else if constexpr (kAlongside) wait_prep(c + 1);
-    else __syncthreads();
-    issue_wu(c + 1);
+    else {
+      if (producer) async_wait<1>();  // P of this chunk (K may still be on its way)
+      __syncthreads();
+    }
+    if constexpr (!kProd) issue_wu(c + 1);
 
     // O = scale (e^{G} Q S + P U).
     if constexpr (!kApart) {
@@ -899,9 +947,9 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[j][e] *= ge[c_row(trow0, lane, e)];
         // P is lower triangular: columns past this row tile's last row add nothing.
-        mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
+        if (!producer) mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
-        for (int j = 0; j < kN; ++j)
+        for (int j = 0; j < kN && !producer; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
@@ -922,12 +970,16 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
           if (t < n) ob[t * o_token + lane] = o * scale;
         }
       }
-      __syncthreads();  // Q and P are free
+      if constexpr (!kProd) __syncthreads();  // Q and P are free
     }
-    issue_qp(c + 1);
+    if constexpr (!kProd) issue_qp(c + 1);
 
     // The snapshots this chunk holds, then the next state.
-    async_wait<2>();  // K
+    if constexpr (kProd) {
+      if (producer) async_wait<0>();  // K
+    } else {
+      async_wait<2>();  // K
+    }
     __syncthreads();
     if (a.K > 1) {
       for (int t = first_snapshot(a, t0, n); t < n; ++t) {
@@ -936,6 +988,7 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
         if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
         __syncthreads();
         float* dst = head_out + slot * a.slot_stride;
+        if (producer) continue;  // after both barriers of the iteration
         if constexpr (kSplit) {
           // S_t = e^{G_t} S + K~^T U with the decays to token t as weights (zero past t): the state
           // update's product on tensor cores, over the rows up to t.
@@ -961,18 +1014,23 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
     }
     const float glast = ge[n - 1];
     if constexpr (kTC) {
-      // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i].
+      // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i]; the producer copies the
+      // next chunk's W U' G and Q meanwhile (W U' free since U, Q since W S Q S).
       Acc acc[kTiles];
-      rank_update<L::kX>(acc, gtail, kx, us, srow0, scol0, C, lane);
       float next[kTiles][4];
+      if (producer) {
+        produce_wuq(c + 1);
+      } else {
+        rank_update<L::kX>(acc, gtail, kx, us, srow0, scol0, C, lane);
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j)
+        for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          next[j][e] = glast * st.get(c_row(srow0, lane, e), c_col(scol0 + j, lane, e)) + acc[j].sum(e);
+          for (int e = 0; e < 4; ++e)
+            next[j][e] = glast * st.get(c_row(srow0, lane, e), c_col(scol0 + j, lane, e)) + acc[j].sum(e);
+      }
       __syncthreads();  // every thread is done reading the old state and K
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j)
+      for (int j = 0; j < kTiles && !producer; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           st.set(c_row(srow0, lane, e), c_col(scol0 + j, lane, e), next[j][e]);
@@ -990,11 +1048,11 @@ __global__ void __launch_bounds__(kThreads, kApart || kAlongside ? 2 : 1) gdn_sc
 #pragma unroll
       for (int rr = 0; rr < kRowsI; ++rr) st.set(warp * kRowsI + rr, lane, next[rr]);
     }
-    issue_k(c + 1);
+    if constexpr (!kProd) issue_k(c + 1);
   }
   if (a.K == 1) {
     __syncthreads();
-    for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
+    for (int idx = threadIdx.x; !producer && idx < D * kCols; idx += kThreads) {
       const int cc = idx / D, i = idx % D;
       head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
     }
@@ -1353,7 +1411,7 @@ cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   cudaError_t e = start_prep<D, kTC, kSplit>(a, s, stream);
   if (e == cudaSuccess)
     e = start(gdn_scan<D, kTC, kSplit, kApart>, dim3(D / kScanCols<kApart>, a.Hv, a.B), scan_smem<D, kTC, kSplit, kApart>(),
-              scan_ready, stream, a, s);
+              scan_ready, stream, a, s, kScanThreads<kTC, kApart, false>);
   if constexpr (kApart)
     if (e == cudaSuccess) e = start_out<D, kTileV / kTileV4>(a, s, stream);
   return e;
