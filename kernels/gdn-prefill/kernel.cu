@@ -665,11 +665,11 @@ constexpr bool kHalvesK = kTC && !kApart && !kAlongside;
 constexpr int kSwapFloats = 16;  // per thread: 2 operands x 2 column tiles x 4
 
 // v2, v3: a ninth warp (the producer) issues every copy, so that the eight that compute never
-// stall issuing them. Issuing cp.async held each of v3's warps about 3700 of a chunk's 12800
-// cycles (clock64 stamps, 32 x d128 x 1024: W U' G about 1300, Q P 1400, K 1000), as long with
-// 4 heads as with 32: the SM's intake of 16-byte copies (about 32 bytes a cycle), not L2. The
-// producer issues P and K while the others compute W S and Q S, W U' G and Q of the next chunk
-// during the state update, and waits for each group before the barrier ahead of its first use.
+// stall issuing them. Issuing Q and P alone held each of v3's warps 1406 of a chunk's 12800
+// cycles (clock64 stamps, 32 x d128 x 1024), as long with 4 heads as with 32: the SM's intake of
+// 16-byte copies (about 35 bytes a cycle), not L2. The producer issues P and K while the others
+// compute W S and Q S, W U' G and Q of the next chunk during the state update, and waits for each
+// group before the barrier ahead of its first use (v3 174.8 -> 165.5 us).
 template <bool kTC, bool kApart, bool kAlongside>
 constexpr bool kProducer = kHalvesK<kTC, kApart, kAlongside>;
 template <bool kTC, bool kApart, bool kAlongside>
