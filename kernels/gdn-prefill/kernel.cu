@@ -287,30 +287,34 @@ __device__ __forceinline__ void store_a_p(float* as, int lda, float* p, const do
   p[t * C + u] = decay * qk;
 }
 
+// One row of a forward substitution: y - at[0, t) x[0, t), with four partial sums so that the
+// multiply-adds do not wait on each other (at is 16-byte aligned when kLdA is a multiple of 4).
+// Called with t known at compile time (unrolled loops), it keeps x in registers.
+template <int kLdA, int N>
+__device__ __forceinline__ float substitute_row(const float* at, const float (&x)[N], int t, float y) {
+  float r0 = y, r1 = 0, r2 = 0, r3 = 0;
+  int u = 0;
+  if constexpr (kLdA % 4 == 0) {
+#pragma unroll
+    for (; u + 4 <= t; u += 4) {
+      const float4 a4 = *reinterpret_cast<const float4*>(at + u);
+      r0 -= a4.x * x[u];
+      r1 -= a4.y * x[u + 1];
+      r2 -= a4.z * x[u + 2];
+      r3 -= a4.w * x[u + 3];
+    }
+  }
+#pragma unroll
+  for (; u < t; ++u) r0 -= at[u] * x[u];
+  return (r0 + r1) + (r2 + r3);
+}
+
 // Forward substitution of (I + A) x = scale rhs for one column of W or U', in place: x holds the
-// column of rhs on entry. The column lives in registers, the loops unroll completely, and four
-// partial sums per row keep the multiply-adds from waiting on each other.
+// column of rhs on entry. The column lives in registers and the loops unroll completely.
 template <int kLdA>
 __device__ __forceinline__ void forward_substitute(float (&x)[C], const float* as, const float* scale) {
 #pragma unroll
-  for (int t = 0; t < C; ++t) {
-    float r0 = scale[t] * x[t], r1 = 0, r2 = 0, r3 = 0;
-    const float* at = as + t * kLdA;
-    int u = 0;
-    if constexpr (kLdA % 4 == 0) {
-#pragma unroll
-      for (; u + 4 <= t; u += 4) {
-        const float4 a4 = *reinterpret_cast<const float4*>(at + u);
-        r0 -= a4.x * x[u];
-        r1 -= a4.y * x[u + 1];
-        r2 -= a4.z * x[u + 2];
-        r3 -= a4.w * x[u + 3];
-      }
-    }
-#pragma unroll
-    for (; u < t; ++u) r0 -= at[u] * x[u];
-    x[t] = (r0 + r1) + (r2 + r3);
-  }
+  for (int t = 0; t < C; ++t) x[t] = substitute_row<kLdA>(as + t * kLdA, x, t, scale[t] * x[t]);
 }
 
 // (I + A) X = diag(scale) R for W (R = K in ks, scale wscale) and U' (R = V in vs, scale betas)
@@ -361,22 +365,7 @@ __device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const f
       float x[kB];
 #pragma unroll
       for (int i = 0; i < kB; ++i) {
-        const float* at = as + (r0 + i) * kLdA + r0;
-        float p0 = xc[(r0 + i) * kLdX], p1 = 0, p2 = 0, p3 = 0;
-        int u = 0;
-        if constexpr (kLdA % 4 == 0) {
-#pragma unroll
-          for (; u + 4 <= i; u += 4) {
-            const float4 a4 = *reinterpret_cast<const float4*>(at + u);
-            p0 -= a4.x * x[u];
-            p1 -= a4.y * x[u + 1];
-            p2 -= a4.z * x[u + 2];
-            p3 -= a4.w * x[u + 3];
-          }
-        }
-#pragma unroll
-        for (; u < i; ++u) p0 -= at[u] * x[u];
-        x[i] = (p0 + p1) + (p2 + p3);
+        x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, xc[(r0 + i) * kLdX]);
         xc[(r0 + i) * kLdX] = x[i];
         if (r0 + i < n) out[(r0 + i) * D] = x[i];
       }
