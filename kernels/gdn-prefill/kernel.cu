@@ -20,9 +20,10 @@
 //         runs and takes each chunk as soon as its scan CTAs have signalled it (ready counters).
 //
 // The kernels move their inputs with cp.async, every load of a chunk in flight at once: with one
-// CTA per SM nothing else hides a global load's latency. The scan loads the next chunk's W and U'
-// while it computes O (v4: while it waits for K), its Q and P (v1-v3) during the snapshots and the
-// state update, and its K during the next chunk's U.
+// CTA per SM nothing else hides a global load's latency. The scan of v1 and v4 loads the next
+// chunk's W and U' while it computes O (v4: while it waits for K), its Q and P (v1) during the
+// snapshots and the state update, and its K during the next chunk's U. v2 and v3 leave every copy
+// to a ninth warp (kProducer), which issues them while the other eight compute.
 #include "device.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
@@ -322,7 +323,7 @@ __device__ __forceinline__ void forward_substitute(float (&x)[C], const float* a
 // rows first take R_b scaled minus A[b][0, 16b) X[0, 16b) as a 3xTF32 product (the warps over
 // column tiles), then a thread per column solves the block's own 16 rows. The serial work per
 // column is four 16-row solves instead of one of 64 rows: about a quarter of the scalar
-// multiply-adds, the rest on tensor cores.
+// multiply-adds, the rest on tensor cores (prep 54-55 -> 50 us at 32 x d128 x 1024 on the H200).
 template <int D, int kLdX, int kLdA>
 __device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const float* as, const float* wscale,
                                                    const float* betas, float* w_out, float* u_out, int n, int warp,
@@ -629,7 +630,8 @@ __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a,
 // The first row of the chunk at token t0 (n rows) whose state is a snapshot (slot T - 1 - token below
 // K), or n if none is: only the last chunks have any. With a loop that tested every row of every
 // chunk, K = 8 cost v3 (32 x d128 on the H200) 55 us more than K = 1 at 1024 tokens and 185 us
-// more at 4096: in proportion to the chunks, not to the 8 snapshots.
+// more at 4096, in proportion to the chunks; starting at this row, 17 us more at 1024 tokens, and
+// 4096 tokens with K = 8 went from 816.4 to 660.5 us.
 __device__ __forceinline__ int first_snapshot(const GdnArgs& a, int64_t t0, int n) {
   const int64_t first = a.T - a.K - t0;
   return first <= 0 ? 0 : first >= n ? n : static_cast<int>(first);
@@ -742,9 +744,9 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
   const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
   auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
 
-  // Three groups of copies per chunk, each issued as soon as its buffers are free. Every step
-  // commits a group (empty past the last chunk, and for Q and P with kApart), so async_wait<2>
-  // always means "this step's".
+  // Without kProducer: three groups of copies per chunk, each issued by every thread as soon as its
+  // buffers are free. Every step commits a group (empty past the last chunk, and for Q and P with
+  // kApart), so async_wait<2> always means "this step's".
   auto issue_wu = [&](int64_t c) {  // W, U', G
     if (c < s.chunks) {
       const int64_t unit = unit0 + c;
@@ -820,7 +822,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     const int64_t t0 = c * C;
     const int n = rows_in(c);
     const double* g = gs[c & 1];
-    // W, U', G of this chunk (v2, v3: also Q and P, whose Q S goes with W S).
+    // W, U', G of this chunk (kProducer: and Q, whose Q S goes with W S; P comes before O).
     if constexpr (kProd) {
       if (producer) async_wait<0>();
     } else {
