@@ -14,6 +14,11 @@
 //                                            land the same way, src not read
 //   async_commit(), async_wait<N>()          close a group of them; wait until at most N groups
 //                                            are in flight (then __syncthreads to share them)
+//   named_barrier_sync(id, count), named_barrier_arrive(id, count)   bar.sync / bar.arrive: barrier
+//                                            id (1 to 15; 0 is __syncthreads') completes a phase
+//                                            when `count` threads (whole warps) have arrived;
+//                                            sync waits for that, arrive does not. Writes before
+//                                            an arrival are visible to the waiters after it
 //   allow_dynamic_shared(kernel, bytes, done[, carveout])   the shared-memory opt-in (and carveout),
 //                                            once per device
 //   LAUNCH_EARLY(kernel, grid, block, shared_bytes, stream, args...)   LAUNCH, but on sm_90 the
@@ -117,6 +122,8 @@ inline void wgmma_wait(float (&)[R]) {
   ::cuda_emu::wgmma_wait(N);
 }
 inline void fence_proxy_async() {}
+inline void named_barrier_sync(int id, int count) { ::cuda_emu::named_barrier_sync(id, count); }
+inline void named_barrier_arrive(int id, int count) { ::cuda_emu::named_barrier_arrive(id, count); }
 #define LAUNCH_CLUSTER(kernel, grid, block, shared_bytes, stream, cluster_x, ...)                      \
   ::cuda_emu::launch(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes, \
                      [&] { kernel(__VA_ARGS__); }, cluster_x)
@@ -184,6 +191,13 @@ __device__ __forceinline__ void async_commit() {
 template <int N>
 __device__ __forceinline__ void async_wait() {
   ONEBIT_SM80_ONLY(asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"));
+}
+
+__device__ __forceinline__ void named_barrier_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 // Before sm_90 there is no early start: the launch is a plain one.

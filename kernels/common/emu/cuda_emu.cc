@@ -2,6 +2,7 @@
 
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -94,7 +95,7 @@ constexpr size_t kDefaultShared = 48 * 1024;
 constexpr size_t kMaxShared = 227 * 1024;
 constexpr size_t kStackBytes = 256 * 1024;
 
-enum class State { kRunnable, kBarrier, kClusterBarrier, kWarpOp, kDone };
+enum class State { kRunnable, kBarrier, kNamedBarrier, kClusterBarrier, kWarpOp, kDone };
 
 // A warp-wide operation's inputs and outputs for one thread.
 struct WarpSlot {
@@ -164,7 +165,15 @@ struct Fiber {
   std::vector<PendingWgmma> wgmma_open;                    // since the last wgmma_commit
   std::vector<std::vector<PendingWgmma>> wgmma_committed;  // oldest first
   bool wgmma_fenced = false;                               // a wgmma_fence since the last wait
+  int named = -1;                                          // the named barrier it waits at
 };
+
+// A named barrier of a block (bar.sync / bar.arrive with an id): the threads counted in its
+// current phase, and the count the phase was opened with.
+struct NamedBarrier {
+  int arrived = 0, count = 0;
+};
+constexpr int kNamedBarriers = 16;
 
 // The blocks of one cluster run together: fiber r * threads + t is thread t of the block of rank
 // r. A plain launch is a cluster of one block.
@@ -175,6 +184,7 @@ struct Emulator {
   cudaError_t last_error = cudaSuccess;
   std::map<const void*, size_t> max_shared;
   std::vector<Fiber> fibers;
+  std::vector<std::array<NamedBarrier, kNamedBarriers>> named;  // each block's, in the running cluster
   int threads = 0;  // per block
   int cluster = 1;  // blocks per cluster
   Index cluster_first{};  // the block index of the cluster's rank 0
@@ -494,8 +504,10 @@ void run_cluster() {
     f.wgmma_open.clear();
     f.wgmma_committed.clear();
     f.wgmma_fenced = false;
+    f.named = -1;
     f.sp = initial_stack(f.stack.get());
   }
+  e.named.assign(static_cast<size_t>(e.cluster), {});
   std::fill(e.finished.begin(), e.finished.end(), 0);
   e.abort_block = false;
   std::vector<int> ranks(static_cast<size_t>(e.cluster));
@@ -508,7 +520,7 @@ void run_cluster() {
     // What each block's threads wait at.
     struct Count {
       int done = 0, barrier = 0, cluster = 0;
-      bool same = true, warp_stuck = false;
+      bool same = true, warp_stuck = false, named = false;
     };
     std::vector<Count> counts(static_cast<size_t>(e.cluster));
     int done = 0, at_cluster = 0;
@@ -519,6 +531,7 @@ void run_cluster() {
         const Fiber& f = e.fiber(r, t);
         if (f.state == State::kDone) ++c.done;
         else if (f.state == State::kWarpOp) c.warp_stuck = true;
+        else if (f.state == State::kNamedBarrier) c.named = true;
         else if (f.state == State::kClusterBarrier) ++c.cluster;
         else {
           ++c.barrier;
@@ -548,6 +561,7 @@ void run_cluster() {
       const Count& c = counts[static_cast<size_t>(r)];
       select_block(r);
       if (c.warp_stuck) problem(block_name() + ": a warp-wide operation not reached by the whole warp");
+      else if (c.named) problem(block_name() + ": threads wait at a named barrier that too few threads reach");
       else if (c.barrier > 0 && c.done > 0)
         problem(block_name() + ": " + std::to_string(c.barrier + c.cluster) + " threads wait at a barrier that " +
                 std::to_string(c.done) + " finished threads never reach");
@@ -661,6 +675,46 @@ void syncthreads(const char* file, int line) {
   e.fibers[e.current].line = line;
   yield(State::kBarrier);
 }
+
+namespace {
+// Counts `count_here` threads into named barrier `id` of the running block; when its phase is
+// full, the threads waiting there run again and the next phase starts. False on a bad id or count.
+bool named_arrival(int id, int count, int count_here) {
+  Emulator& e = emu();
+  if (id < 1 || id >= kNamedBarriers || count <= 0 || count % 32 != 0 || count > e.threads) {
+    problem(block_name() + ": named barrier " + std::to_string(id) + " with a count of " + std::to_string(count) +
+            " (ids 1 to 15, whole warps, at most the block)");
+    return false;
+  }
+  NamedBarrier& b = e.named[static_cast<size_t>(e.rank)][static_cast<size_t>(id)];
+  if (b.arrived == 0) b.count = count;
+  else if (b.count != count)
+    problem(block_name() + ": named barrier " + std::to_string(id) + " used with counts " + std::to_string(b.count) +
+            " and " + std::to_string(count) + " in one phase");
+  b.arrived += count_here;
+  if (b.arrived < b.count) return true;
+  for (int t = 0; t < e.threads; ++t) {
+    Fiber& f = e.fiber(e.rank, t);
+    if (f.state == State::kNamedBarrier && f.named == id) {
+      f.state = State::kRunnable;
+      f.named = -1;
+    }
+  }
+  b.arrived = 0;
+  return true;
+}
+}  // namespace
+
+void named_barrier_sync(int id, int count) {
+  Emulator& e = emu();
+  const NamedBarrier& b = e.named[static_cast<size_t>(e.rank)][static_cast<size_t>(id & (kNamedBarriers - 1))];
+  const bool completes = b.arrived + 1 >= (b.arrived == 0 ? count : b.count);
+  if (!named_arrival(id, count, 1) || completes) return;
+  e.fibers[e.current].named = id;
+  yield(State::kNamedBarrier);
+}
+
+void named_barrier_arrive(int id, int count) { named_arrival(id, count, 1); }
 
 void* dynamic_shared() { return block_shared().data(); }
 

@@ -12,7 +12,7 @@
 // through device.cuh (../device.cuh).
 //
 // What it checks while running: a barrier reached by only some threads of a block, or reached at
-// different places; a warp-wide operation not reached by the whole warp; a launch beyond CUDA's
+// different places; a named barrier that too few threads reach; a warp-wide operation not reached by the whole warp; a launch beyond CUDA's
 // limits (block size, grid y/z, dynamic shared memory above the default 48 KB without the
 // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in, or above 227 KB; clusters of more than 8
 // blocks or not dividing grid x); a cluster barrier that some threads of the cluster never reach,
@@ -92,6 +92,11 @@ cudaError_t take_last_error();
 
 // A barrier; __syncthreads() passes its place in the source, which tells barriers apart.
 void syncthreads(const char* file, int line);
+// Named barriers (bar.sync / bar.arrive with ids 1 to 15): a phase completes when `count`
+// threads (whole warps) have arrived, waiting (sync) or not (arrive); the waiting ones then run
+// on. Reported: a bad id or count, two counts in one phase, and threads left waiting at one.
+void named_barrier_sync(int id, int count);
+void named_barrier_arrive(int id, int count);
 void* dynamic_shared();
 
 // Thread-block clusters. A cluster barrier waits for every thread of every block of the cluster;

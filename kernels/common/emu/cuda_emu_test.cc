@@ -9,6 +9,7 @@
 #include "cuda_emu.h"
 #include "device.cuh"
 #include "cluster_rotate.cuh"
+#include "named_pipeline.cuh"
 #include "wgmma_pair.cuh"
 
 namespace {
@@ -252,6 +253,26 @@ int main() {
   LAUNCH(rotate_in_warp, 1, 64, 0, nullptr, rev.data(), false, 6000);
   expect(fwd != rev, "a missing __syncwarp makes the result depend on the thread order");
   cuda_emu::set_order(cuda_emu::Order::kForward);
+
+  for (cuda_emu::Order order : orders) {
+    cuda_emu::set_order(order, 9);
+    std::vector<int> out(64, -1);
+    cuda_emu::clear_problems();
+    LAUNCH(named_pipeline, 1, 96, 0, nullptr, out.data(), true, 96);
+    expect(cuda_emu::problems().empty() && named_pipeline_right(out),
+           "named barriers hand a buffer between warps in every thread order");
+  }
+  cuda_emu::set_order(cuda_emu::Order::kForward);
+  LAUNCH(named_pipeline, 1, 96, 0, nullptr, fwd.data(), false, 96);
+  cuda_emu::set_order(cuda_emu::Order::kReverse);
+  LAUNCH(named_pipeline, 1, 96, 0, nullptr, rev.data(), false, 96);
+  expect(!named_pipeline_right(fwd) || !named_pipeline_right(rev),
+         "without the wait on the filled buffer the consumers read it unwritten");
+  cuda_emu::set_order(cuda_emu::Order::kForward);
+  cuda_emu::clear_problems();
+  LAUNCH(named_pipeline, 1, 96, 0, nullptr, fwd.data(), true, 128);
+  expect(problem_mentions("named barrier") && cudaGetLastError() != cudaSuccess,
+         "a named barrier that too few threads reach is reported");
 
   std::vector<int> ones(64);
   cuda_emu::clear_problems();

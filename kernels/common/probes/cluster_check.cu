@@ -1,6 +1,7 @@
 // cluster_rotate.cuh's kernels on the GPU, checked exactly as the emulator's test checks them
-// (clusters of 2 and 4 on 8 blocks, both cluster barriers in place). Passing, it shows that the
-// emulator's cluster model is the GPU's for what our kernels use. Prints one line a check and
+// (clusters of 2 and 4 on 8 blocks, both cluster barriers in place), and named_pipeline.cuh's
+// hand-over through named barriers. Passing, it shows that the emulator's models of clusters and
+// named barriers are the GPU's for what our kernels use. Prints one line a check and
 // "pass" or "fail"; the exit status says the same.
 //
 //   cluster_check
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "cluster_rotate.cuh"
+#include "named_pipeline.cuh"
 
 namespace {
 
@@ -46,6 +48,14 @@ int main() {
   for (int b = 0; b < kBlocks; ++b) ranks_right = ranks_right && ranks[b] == 400 + b % 4;
   std::printf("cluster_rank and cluster_size, clusters of 4: %s\n", ranks_right ? "exact" : "WRONG");
   pass = pass && ranks_right;
+  std::vector<int> piped(64, -1);
+  bool piped_right = ok(cudaMemset(out, 0xff, bytes), "cudaMemset");
+  LAUNCH(named_pipeline, dim3(1), dim3(96), 0, nullptr, out, true, 96);
+  piped_right = piped_right && ok(cudaGetLastError(), "launch") && ok(cudaDeviceSynchronize(), "named_pipeline") &&
+                ok(cudaMemcpy(piped.data(), out, sizeof(int) * 64, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+                named_pipeline_right(piped);
+  std::printf("named_pipeline, named barriers between warps: %s\n", piped_right ? "exact" : "WRONG");
+  pass = pass && piped_right;
   std::printf("%s\n", pass ? "pass" : "fail");
   return pass ? 0 : 1;
 }
