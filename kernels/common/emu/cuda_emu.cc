@@ -677,9 +677,9 @@ void syncthreads(const char* file, int line) {
 }
 
 namespace {
-// Counts `count_here` threads into named barrier `id` of the running block; when its phase is
-// full, the threads waiting there run again and the next phase starts. False on a bad id or count.
-bool named_arrival(int id, int count, int count_here) {
+// Counts the running thread into named barrier `id` of its block; when the phase is full, the
+// threads waiting there run again and the next phase starts. False on a bad id or count.
+bool named_arrival(int id, int count) {
   Emulator& e = emu();
   if (id < 1 || id >= kNamedBarriers || count <= 0 || count % 32 != 0 || count > e.threads) {
     problem(block_name() + ": named barrier " + std::to_string(id) + " with a count of " + std::to_string(count) +
@@ -691,7 +691,7 @@ bool named_arrival(int id, int count, int count_here) {
   else if (b.count != count)
     problem(block_name() + ": named barrier " + std::to_string(id) + " used with counts " + std::to_string(b.count) +
             " and " + std::to_string(count) + " in one phase");
-  b.arrived += count_here;
+  ++b.arrived;
   if (b.arrived < b.count) return true;
   for (int t = 0; t < e.threads; ++t) {
     Fiber& f = e.fiber(e.rank, t);
@@ -709,12 +709,12 @@ void named_barrier_sync(int id, int count) {
   Emulator& e = emu();
   const NamedBarrier& b = e.named[static_cast<size_t>(e.rank)][static_cast<size_t>(id & (kNamedBarriers - 1))];
   const bool completes = b.arrived + 1 >= (b.arrived == 0 ? count : b.count);
-  if (!named_arrival(id, count, 1) || completes) return;
+  if (!named_arrival(id, count) || completes) return;
   e.fibers[e.current].named = id;
   yield(State::kNamedBarrier);
 }
 
-void named_barrier_arrive(int id, int count) { named_arrival(id, count, 1); }
+void named_barrier_arrive(int id, int count) { named_arrival(id, count); }
 
 void* dynamic_shared() { return block_shared().data(); }
 

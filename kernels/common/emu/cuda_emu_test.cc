@@ -55,6 +55,11 @@ __global__ void rotate_in_warp(int* out, bool with_sync, int salt) {
   out[threadIdx.x] = lanes[warp * 32 + (lane + 1) % 32] - salt;
 }
 
+// Only the first warp reaches a named barrier counted for two.
+__global__ void named_half() {
+  if (threadIdx.x < 32) named_barrier_sync(3, 64);
+}
+
 // Block 0 writes its static shared cell and reads it back; block 1 only reads: on a GPU it finds
 // whatever was there, here NaN, never block 0's value.
 __global__ void stale_static(float* out) {
@@ -271,7 +276,11 @@ int main() {
   cuda_emu::set_order(cuda_emu::Order::kForward);
   cuda_emu::clear_problems();
   LAUNCH(named_pipeline, 1, 96, 0, nullptr, fwd.data(), true, 128);
-  expect(problem_mentions("named barrier") && cudaGetLastError() != cudaSuccess,
+  expect(problem_mentions("named barrier 1 with a count of 128") && cudaGetLastError() != cudaSuccess,
+         "a named barrier counted for more threads than the block has is reported");
+  cuda_emu::clear_problems();
+  LAUNCH(named_half, 1, 64, 0, nullptr);
+  expect(problem_mentions("too few threads reach") && cudaGetLastError() != cudaSuccess,
          "a named barrier that too few threads reach is reported");
 
   std::vector<int> ones(64);
