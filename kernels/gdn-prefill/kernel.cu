@@ -24,6 +24,8 @@
 // chunk's W and U' while it computes O (v4: while it waits for K), its Q and P (v1) during the
 // snapshots and the state update, and its K during the next chunk's U. v2 and v3 leave every copy
 // to a ninth warp (kProducer), which issues them while the other eight compute.
+#include <type_traits>
+
 #include "device.cuh"
 #include "kernel.cuh"
 #include "kernel_config.h"
@@ -744,45 +746,67 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
   const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
   auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
 
+  // Each operand's copy for chunk c by `nt` threads (a std::integral_constant), tid the caller's
+  // index among them; the caller commits.
+  using All = std::integral_constant<int, kThreads>;
+  using Lanes = std::integral_constant<int, 32>;
+  auto copy_w = [&](int64_t c, auto nt, int tid) {
+    load_rows_async<D, decltype(nt)::value>(ws, L::kX, s.w + (unit0 + c) * C * D, D, rows_in(c), tid);
+  };
+  auto copy_u = [&](int64_t c, auto nt, int tid) {
+    load_rows_async<kCols, decltype(nt)::value>(up, L::kS, s.u + (unit0 + c) * C * D + col0, D, rows_in(c), tid);
+  };
+  auto copy_g = [&](int64_t c, auto nt, int tid) {
+    for (int i = tid; i < C / 2; i += decltype(nt)::value) copy_async_16(&gs[c & 1][2 * i], s.g + (unit0 + c) * C + 2 * i);
+  };
+  auto copy_q = [&](int64_t c, auto nt, int tid) {
+    load_rows_async<D, decltype(nt)::value>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c), tid);
+  };
+  auto copy_p = [&](int64_t c, auto nt, int tid) {
+    load_rows_async<C, decltype(nt)::value>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C, tid);
+  };
+  auto copy_k = [&](int64_t c, auto nt, int tid) {
+    load_rows_async<D, decltype(nt)::value>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), tid);
+  };
+
   // Without kProducer: three groups of copies per chunk, each issued by every thread as soon as its
   // buffers are free. Every step commits a group (empty past the last chunk, and for Q and P with
   // kApart), so async_wait<2> always means "this step's".
+  const int tid = static_cast<int>(threadIdx.x);
   auto issue_wu = [&](int64_t c) {  // W, U', G
     if (c < s.chunks) {
-      const int64_t unit = unit0 + c;
-      load_rows_async<D>(ws, L::kX, s.w + unit * C * D, D, rows_in(c));
-      load_rows_async<kCols>(up, L::kS, s.u + unit * C * D + col0, D, rows_in(c));
-      for (int i = threadIdx.x; i < C / 2; i += kThreads) copy_async_16(&gs[c & 1][2 * i], s.g + unit * C + 2 * i);
+      copy_w(c, All{}, tid);
+      copy_u(c, All{}, tid);
+      copy_g(c, All{}, tid);
     }
     async_commit();
   };
   auto issue_qp = [&](int64_t c) {  // Q, P
     if (!kApart && c < s.chunks) {
-      load_rows_async<D>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c));
-      load_rows_async<C>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C);
+      copy_q(c, All{}, tid);
+      copy_p(c, All{}, tid);
     }
     async_commit();
   };
   auto issue_k = [&](int64_t c) {  // K
-    if (c < s.chunks) load_rows_async<D>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c));
+    if (c < s.chunks) copy_k(c, All{}, tid);
     async_commit();
   };
 
   // kProducer's copies, by the producer's lanes: W U' G with Q in one group, P and K one each.
   [[maybe_unused]] auto produce_wuq = [&](int64_t c) {
     if (c < s.chunks) {
-      const int64_t unit = unit0 + c;
-      load_rows_async<D, 32>(ws, L::kX, s.w + unit * C * D, D, rows_in(c), lane);
-      load_rows_async<kCols, 32>(up, L::kS, s.u + unit * C * D + col0, D, rows_in(c), lane);
-      for (int i = lane; i < C / 2; i += 32) copy_async_16(&gs[c & 1][2 * i], s.g + unit * C + 2 * i);
-      load_rows_async<D, 32>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c), lane);
+      copy_w(c, Lanes{}, lane);
+      copy_u(c, Lanes{}, lane);
+      copy_g(c, Lanes{}, lane);
+      copy_q(c, Lanes{}, lane);
     }
     async_commit();
   };
   [[maybe_unused]] auto produce_pk = [&](int64_t c) {
-    load_rows_async<C, 32>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C, lane);
+    copy_p(c, Lanes{}, lane);
     async_commit();
-    load_rows_async<D, 32>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), lane);
+    copy_k(c, Lanes{}, lane);
     async_commit();
   };
 

@@ -677,14 +677,15 @@ void syncthreads(const char* file, int line) {
 }
 
 namespace {
+enum class Arrival { kRefused, kWaiting, kCompleted };
 // Counts the running thread into named barrier `id` of its block; when the phase is full, the
-// threads waiting there run again and the next phase starts. False on a bad id or count.
-bool named_arrival(int id, int count) {
+// threads waiting there run again and the next phase starts.
+Arrival named_arrival(int id, int count) {
   Emulator& e = emu();
   if (id < 1 || id >= kNamedBarriers || count <= 0 || count % 32 != 0 || count > e.threads) {
     problem(block_name() + ": named barrier " + std::to_string(id) + " with a count of " + std::to_string(count) +
             " (ids 1 to 15, whole warps, at most the block)");
-    return false;
+    return Arrival::kRefused;
   }
   NamedBarrier& b = e.named[static_cast<size_t>(e.rank)][static_cast<size_t>(id)];
   if (b.arrived == 0) b.count = count;
@@ -692,7 +693,7 @@ bool named_arrival(int id, int count) {
     problem(block_name() + ": named barrier " + std::to_string(id) + " used with counts " + std::to_string(b.count) +
             " and " + std::to_string(count) + " in one phase");
   ++b.arrived;
-  if (b.arrived < b.count) return true;
+  if (b.arrived < b.count) return Arrival::kWaiting;
   for (int t = 0; t < e.threads; ++t) {
     Fiber& f = e.fiber(e.rank, t);
     if (f.state == State::kNamedBarrier && f.named == id) {
@@ -701,15 +702,13 @@ bool named_arrival(int id, int count) {
     }
   }
   b.arrived = 0;
-  return true;
+  return Arrival::kCompleted;
 }
 }  // namespace
 
 void named_barrier_sync(int id, int count) {
+  if (named_arrival(id, count) != Arrival::kWaiting) return;  // the phase is complete (or refused)
   Emulator& e = emu();
-  const NamedBarrier& b = e.named[static_cast<size_t>(e.rank)][static_cast<size_t>(id & (kNamedBarriers - 1))];
-  const bool completes = b.arrived + 1 >= (b.arrived == 0 ? count : b.count);
-  if (!named_arrival(id, count) || completes) return;
   e.fibers[e.current].named = id;
   yield(State::kNamedBarrier);
 }
