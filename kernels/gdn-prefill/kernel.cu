@@ -661,7 +661,7 @@ constexpr int kSwapFloats = 16;  // per thread: 2 operands x 2 column tiles x 4
 // stall issuing them. Issuing Q and P alone held each of v3's warps 1406 of a chunk's 12800
 // cycles (clock64 stamps, 32 x d128 x 1024), as long with 4 heads as with 32: the SM's intake of
 // 16-byte copies (about 35 bytes a cycle), not L2. The producer issues P and K while the others
-// compute W S and Q S, W U' G and Q of the next chunk during the state update, and waits for each
+// compute W S and Q S, the next Q during O, the next W U' G during the state update, and waits for each
 // group before the barrier ahead of its first use (v3 174.8 -> 165.5 us).
 template <bool kTC, bool kApart, bool kAlongside>
 constexpr bool kProducer = kHalvesK<kTC, kApart, kAlongside>;
@@ -793,14 +793,18 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     async_commit();
   };
 
-  // kProducer's copies, by the producer's lanes: W U' G with Q in one group, P and K one each.
-  [[maybe_unused]] auto produce_wuq = [&](int64_t c) {
+  // kProducer's copies, by the producer's lanes: P, K, the next Q and the next W U' G, one group
+  // each.
+  [[maybe_unused]] auto produce_wu = [&](int64_t c) {
     if (c < s.chunks) {
       copy_w(c, Lanes{}, lane);
       copy_u(c, Lanes{}, lane);
       copy_g(c, Lanes{}, lane);
-      copy_q(c, Lanes{}, lane);
     }
+    async_commit();
+  };
+  [[maybe_unused]] auto produce_q = [&](int64_t c) {
+    if (c < s.chunks) copy_q(c, Lanes{}, lane);
     async_commit();
   };
   [[maybe_unused]] auto produce_pk = [&](int64_t c) {
@@ -818,7 +822,10 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
   };
   if constexpr (kAlongside) wait_prep(0);
   if constexpr (kProd) {
-    if (producer) produce_wuq(0);
+    if (producer) {
+      produce_q(0);
+      produce_wu(0);
+    }
   } else {
     issue_wu(0);
     issue_qp(0);
@@ -892,6 +899,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
               for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
         }
         __syncthreads();
+        if (producer) produce_q(c + 1);  // every warp is done reading Q
         const float* in = swap + (warp ^ 1) * kSwapFloats * 32 + lane;
 #pragma unroll
         for (int j = 0; j < 2 && !producer; ++j)
@@ -941,7 +949,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     if constexpr (kApart) ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);
     else if constexpr (kAlongside) wait_prep(c + 1);
     else {
-      if (producer) async_wait<1>();  // P of this chunk (K may still be on its way)
+      if (producer) async_wait<2>();  // P of this chunk (K and the next Q may still be on their way)
       __syncthreads();
     }
     if constexpr (!kProd) issue_wu(c + 1);
@@ -991,7 +999,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
 
     // The snapshots this chunk holds, then the next state.
     if constexpr (kProd) {
-      if (producer) async_wait<0>();  // K
+      if (producer) async_wait<1>();  // K (the next Q may still be on its way)
     } else {
       async_wait<2>();  // K
     }
@@ -1030,11 +1038,11 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     const float glast = ge[n - 1];
     if constexpr (kTC) {
       // S <- e^{G_last} S + K~^T U with K~[u][i] = gtail[u] K[u][i]; the producer copies the
-      // next chunk's W U' G and Q meanwhile (W U' free since U, Q since W S Q S).
+      // next chunk's W U' G meanwhile (free since U).
       Acc acc[kTiles];
       float next[kTiles][4];
       if (producer) {
-        produce_wuq(c + 1);
+        produce_wu(c + 1);
       } else {
         rank_update<L::kX>(acc, gtail, kx, us, srow0, scol0, C, lane);
 #pragma unroll
