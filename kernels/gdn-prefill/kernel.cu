@@ -178,7 +178,8 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
 // acc[m][j] += A_m[row0 .. row0 + 16)[k_begin .. k_end) B[k_begin .. k_end)[8 (tile0 + j) .. + 8) for
 // m < kM, j < kN, on tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. The
 // range is a multiple of 8 kPar: kPar consecutive k steps go to separate accumulators, for more
-// independent work. Several A operands over one B (the scan's W S with Q S) share B's fragments,
+// independent work, and the loop is unrolled twice (with rank_update's and prep's: v3 165.4 ->
+// 162.5 us). Several A operands over one B (the scan's W S with Q S) share B's fragments,
 // and their chains interleave (v3 185.9 -> 179.9 us at 32 x d128 x 1024 against W S and Q S one
 // after the other).
 template <int kLdA, int kPar, class B, int kM, int kN>
@@ -664,7 +665,8 @@ constexpr int kSwapFloats = 16;  // per thread: 2 operands x 2 column tiles x 4
 // cycles (clock64 stamps, 32 x d128 x 1024), as long with 4 heads as with 32: the SM's intake of
 // 16-byte copies (about 35 bytes a cycle), not L2. The producer issues P and K while the others
 // compute W S and Q S, the next Q during O, the next W U' G during the state update, and waits for each
-// group before the barrier ahead of its first use (v3 174.8 -> 165.5 us).
+// group before the barrier ahead of its first use (v3 174.8 -> 165.5 us; the next Q in O's
+// window rather than the state update's: 165.4 -> 161.6 us).
 template <bool kTC, bool kApart, bool kAlongside>
 constexpr bool kProducer = kHalvesK<kTC, kApart, kAlongside>;
 template <bool kTC, bool kApart, bool kAlongside>
