@@ -162,6 +162,17 @@ struct Cells<true> {
 // Where element e (0..3) of a lane's C fragment of the 16 x 8 tile at (row0, 8 tile) lies.
 __device__ __forceinline__ int c_row(int row0, int lane, int e) { return row0 + (lane >> 2) + 8 * (e >> 1); }
 __device__ __forceinline__ int c_col(int tile, int lane, int e) { return 8 * tile + 2 * (lane & 3) + (e & 1); }
+// Stores scale times a lane's C fragment of the 16 x 8 tile at (row0, 8 tile) to m[row * ld + col]
+// for the rows below n, as two 8-byte stores (elements 0, 1 and 2, 3 are neighbours in a row): a
+// warp's store then fills whole 32-byte sectors. m + 8 tile and ld must be even.
+__device__ __forceinline__ void store_c_scaled(float* m, int64_t ld, const float (&acc)[4], float scale, int row0,
+                                               int tile, int n, int lane) {
+#pragma unroll
+  for (int e = 0; e < 4; e += 2) {
+    const int t = c_row(row0, lane, e);
+    if (t < n) *reinterpret_cast<float2*>(m + t * ld + c_col(tile, lane, e)) = {acc[e] * scale, acc[e + 1] * scale};
+  }
+}
 __device__ __forceinline__ void load_a(float (&a)[4], const float* m, int ld, int row0, int k0, int lane) {
   const int r = lane >> 2, q = lane & 3;
   a[0] = m[(row0 + r) * ld + k0 + q];
@@ -977,12 +988,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
         // P is lower triangular: columns past this row tile's last row add nothing.
         if (!producer) mma_rows<L::kA>(acc, ps, us, trow0, tcol0, trow0 + 16, lane);
 #pragma unroll
-        for (int j = 0; j < kN && !producer; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
-            if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
-          }
+        for (int j = 0; j < kN && !producer; ++j) store_c_scaled(ob, o_token, acc[j], scale, trow0, tcol0 + j, n, lane);
       } else {
         float acc[kRowsT] = {};
         for (int i = 0; i < D; ++i) {
@@ -1395,12 +1401,7 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
   const int64_t o_token = int64_t{a.Hv} * D;
   const float scale = rsqrtf(static_cast<float>(D));
 #pragma unroll
-  for (int j = 0; j < kN; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
-      if (t < n) ob[t * o_token + cc] = acc[j][e] * scale;
-    }
+  for (int j = 0; j < kN; ++j) store_c_scaled(ob, o_token, acc[j], scale, trow0, tcol0 + j, n, lane);
   // This grid ends after the scan, so that the stream's next kernel sees the snapshots and the
   // last state. Only the last chunk's CTAs wait: they run last, and a wait holds its CTA's slot.
   if (c == s.chunks - 1) wait_for_primary();
