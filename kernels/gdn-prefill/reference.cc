@@ -53,7 +53,7 @@ float decay_of(double log_gate) { return std::exp(static_cast<float>(log_gate));
 
 }  // namespace
 
-void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& out) {
+void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& out, Chain chain) {
   const Shape& s = p.shape;
   const int S = s.S, C = chunk, hk = pair.h % s.Hk;
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
@@ -63,51 +63,75 @@ void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& o
   out.attn.assign(static_cast<size_t>(s.T * S), 0.0f);
   out.snapshots.assign(static_cast<size_t>(written_slots(s)) * S * S, 0.0f);
 
-  std::vector<double> G(C);
-  std::vector<float> A(static_cast<size_t>(C) * C), P(static_cast<size_t>(C) * C);
-  std::vector<float> W(static_cast<size_t>(C) * S), U(static_cast<size_t>(C) * S);
   auto row = [&](const std::vector<float>& x, int64_t at) { return &x[static_cast<size_t>(at)]; };
   auto dot = [S](const float* a, const float* b) {
     float sum = 0;
     for (int i = 0; i < S; ++i) sum += a[i] * b[i];
     return sum;
   };
-
-  for (int64_t c0 = 0; c0 < s.T; c0 += C) {
+  // A chunk's own quantities, independent of the state (phase 1); U holds U' until the chain
+  // subtracts W S.
+  struct Terms {
+    int64_t c0 = 0;
+    int n = 0;
+    std::vector<double> G;
+    std::vector<const float*> k, q;
+    std::vector<float> A, P, W, U;
+  };
+  auto prepare = [&](int64_t c0, Terms& ch) {
     const int n = static_cast<int>(std::min<int64_t>(C, s.T - c0));
-    std::vector<const float*> k(n), q(n);
+    ch.c0 = c0;
+    ch.n = n;
+    ch.G.assign(C, 0.0);
+    ch.k.assign(n, nullptr);
+    ch.q.assign(n, nullptr);
+    ch.A.assign(static_cast<size_t>(C) * C, 0.0f);
+    ch.P.assign(static_cast<size_t>(C) * C, 0.0f);
+    ch.W.assign(static_cast<size_t>(C) * S, 0.0f);
+    ch.U.assign(static_cast<size_t>(C) * S, 0.0f);
     std::vector<float> beta(n);
     for (int t = 0; t < n; ++t) {
-      k[t] = row(p.k, p.qk_at(pair.b, c0 + t, hk));
-      q[t] = row(p.q, p.qk_at(pair.b, c0 + t, hk));
+      ch.k[t] = row(p.k, p.qk_at(pair.b, c0 + t, hk));
+      ch.q[t] = row(p.q, p.qk_at(pair.b, c0 + t, hk));
       beta[t] = p.beta[static_cast<size_t>(p.gate_at(pair.b, c0 + t, pair.h))];
-      G[t] = (t ? G[t - 1] : 0.0) + p.g[static_cast<size_t>(p.gate_at(pair.b, c0 + t, pair.h))];
+      ch.G[t] = (t ? ch.G[t - 1] : 0.0) + p.g[static_cast<size_t>(p.gate_at(pair.b, c0 + t, pair.h))];
     }
-    // Phase 1: the chunk's own quantities, independent of the state.
     for (int t = 0; t < n; ++t) {
-      for (int u = 0; u < t; ++u) A[t * C + u] = beta[t] * decay_of(G[t] - G[u]) * dot(k[t], k[u]);
-      for (int u = 0; u <= t; ++u) P[t * C + u] = decay_of(G[t] - G[u]) * dot(q[t], k[u]);
+      for (int u = 0; u < t; ++u) ch.A[t * C + u] = beta[t] * decay_of(ch.G[t] - ch.G[u]) * dot(ch.k[t], ch.k[u]);
+      for (int u = 0; u <= t; ++u) ch.P[t * C + u] = decay_of(ch.G[t] - ch.G[u]) * dot(ch.q[t], ch.k[u]);
       const float* v = row(p.v, p.v_at(pair.b, c0 + t, pair.h));
-      const float wk = beta[t] * decay_of(G[t]);
+      const float wk = beta[t] * decay_of(ch.G[t]);
       for (int i = 0; i < S; ++i) {
-        float w = wk * k[t][i], x = beta[t] * v[i];
+        float w = wk * ch.k[t][i], x = beta[t] * v[i];
         for (int u = 0; u < t; ++u) {
-          w -= A[t * C + u] * W[static_cast<size_t>(u) * S + i];
-          x -= A[t * C + u] * U[static_cast<size_t>(u) * S + i];
+          w -= ch.A[t * C + u] * ch.W[static_cast<size_t>(u) * S + i];
+          x -= ch.A[t * C + u] * ch.U[static_cast<size_t>(u) * S + i];
         }
-        W[static_cast<size_t>(t) * S + i] = w;
-        U[static_cast<size_t>(t) * S + i] = x;
+        ch.W[static_cast<size_t>(t) * S + i] = w;
+        ch.U[static_cast<size_t>(t) * S + i] = x;
       }
     }
-    // Phase 2: U = U' - W S, the outputs, the snapshots, the next state.
-    for (int t = 0; t < n; ++t)
+  };
+  // U = U' - W S with the state as it is.
+  auto subtract_ws = [&](Terms& ch) {
+    for (int t = 0; t < ch.n; ++t)
       for (int col = 0; col < S; ++col)
-        U[static_cast<size_t>(t) * S + col] -= dot(&W[static_cast<size_t>(t) * S], &st[static_cast<size_t>(col) * S]);
+        ch.U[static_cast<size_t>(t) * S + col] -= dot(&ch.W[static_cast<size_t>(t) * S], &st[static_cast<size_t>(col) * S]);
+  };
+
+  Terms cur, next;
+  prepare(0, cur);
+  subtract_ws(cur);
+  for (int64_t c0 = 0; c0 < s.T; c0 += C) {
+    const int n = cur.n;
+    const std::vector<double>& G = cur.G;
+    const std::vector<float>& U = cur.U;
+    // Phase 2: the outputs, the snapshots, the next state (and, looking ahead, the next U).
     for (int t = 0; t < n; ++t) {
       const float e = decay_of(G[t]);
       for (int col = 0; col < S; ++col) {
-        float o = e * dot(q[t], &st[static_cast<size_t>(col) * S]);
-        for (int u = 0; u <= t; ++u) o += P[t * C + u] * U[static_cast<size_t>(u) * S + col];
+        float o = e * dot(cur.q[t], &st[static_cast<size_t>(col) * S]);
+        for (int u = 0; u <= t; ++u) o += cur.P[t * C + u] * U[static_cast<size_t>(u) * S + col];
         out.attn[static_cast<size_t>((c0 + t) * S + col)] = o * scale;
       }
     }
@@ -119,7 +143,7 @@ void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& o
       for (int col = 0; col < S; ++col)
         for (int i = 0; i < S; ++i) {
           float x = e * st[static_cast<size_t>(col) * S + i];
-          for (int u = 0; u <= t; ++u) x += decay[u] * k[u][i] * U[static_cast<size_t>(u) * S + col];
+          for (int u = 0; u <= t; ++u) x += decay[u] * cur.k[u][i] * U[static_cast<size_t>(u) * S + col];
           dst[static_cast<size_t>(col) * S + i] = x;
         }
     };
@@ -127,11 +151,32 @@ void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& o
       const int slot = p.slot_of(c0 + t);
       if (slot >= 0) state_after(t, &out.snapshots[static_cast<size_t>(slot) * S * S]);
     }
-    std::vector<float> next(st.size());
-    state_after(n - 1, next.data());
-    st.swap(next);
+    const bool more = c0 + C < s.T;
+    if (more) prepare(c0 + C, next);
+    if (more && chain == Chain::kLookAhead) {
+      // U of the next chunk from this chunk's state and U, before the state moves on:
+      // U' - e^{G_last} W S - M U with M[t][u] = e^{G_last - G_u} w_t.k_u (program.md, idea 1).
+      const float glast = decay_of(G[n - 1]);
+      std::vector<float> m(static_cast<size_t>(n));
+      for (int t = 0; t < next.n; ++t) {
+        const float* w = &next.W[static_cast<size_t>(t) * S];
+        for (int u = 0; u < n; ++u) m[u] = decay_of(G[n - 1] - G[u]) * dot(w, cur.k[u]);
+        for (int col = 0; col < S; ++col) {
+          float mu = 0;
+          for (int u = 0; u < n; ++u) mu += m[u] * U[static_cast<size_t>(u) * S + col];
+          next.U[static_cast<size_t>(t) * S + col] -= glast * dot(w, &st[static_cast<size_t>(col) * S]) + mu;
+        }
+      }
+    }
+    std::vector<float> after(st.size());
+    state_after(n - 1, after.data());
+    st.swap(after);
     const int slot = p.slot_of(c0 + n - 1);
     if (slot >= 0) std::copy(st.begin(), st.end(), out.snapshots.begin() + static_cast<size_t>(slot) * S * S);
+    if (more) {
+      if (chain == Chain::kSequential) subtract_ws(next);
+      std::swap(cur, next);
+    }
   }
 }
 
