@@ -11,7 +11,7 @@
 #   scripts/gpu_session.sh ab        every gdn driver in .gpu (gdn_prefill_driver, and the
 #                                    gdn_prefill_driver_NAME builds of other branches, which may be
 #                                    xz-compressed), one after another in one call: oracle lines
-#                                    and the main cases' times
+#                                    and the main cases' times; every case's log in ab-logs.tar.xz
 #   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
 #                                    product with mma.sync and with wgmma, checked and timed (with
 #                                    its machine code); kernels/common/probes/cluster_check.cu:
@@ -104,6 +104,8 @@ case $stage in
       echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
       grep -hE '^case_ms: v[3-6]/d128-h(32-t1024-K[18]|32-t4096-K8|48k16-t1024-K1)-harsh ' "$out/$name.log" || true
     done
+    # One archive: a call brings back at most 8 files.
+    (cd "$out" && tar -cJf ab-logs.tar.xz gdn_prefill_driver*.log && rm -f gdn_prefill_driver*.log)
     ;;
   probe)
     mkdir -p .gpu
