@@ -49,7 +49,7 @@ void oracle_pair(const Problem& p, Pair pair, PairOutput<double>& out);
 // How the reference carries U from chunk to chunk. kSequential: U = U' - W S after the state
 // update, as the kernels do. kLookAhead: the next chunk's U from this chunk's state and U before
 // the update, U(c+1) = U'(c+1) - e^{G_last} W(c+1) S(c) - M(c+1) U(c) with M(c+1) = W(c+1) K~(c)^T
-// (program.md, idea 1): the same arithmetic in another order, checked for float accuracy here
+// (program.md, idea 1): the same result by other products, checked for float accuracy here
 // before a kernel takes it.
 enum class Chain { kSequential, kLookAhead };
 void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& out,
