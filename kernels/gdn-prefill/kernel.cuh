@@ -39,9 +39,12 @@ enum class Variant {
                       // its scan traps)
   kPrepAlongside,     // v6: v3 with prep running beside the scan (one CTA per SM, in the shared
                       // memory the scan leaves), handing over chunk by chunk through ready flags
+  kLookAhead,         // v7: v4's split with a look-ahead scan: each chunk's U computed a step early
+                      // from the state and U before the update (program.md, idea 1)
 };
 constexpr Variant kVariants[] = {Variant::kSimt,        Variant::kTensorCores, Variant::kTensorCoresSplit,
-                                 Variant::kOutputApart, Variant::kWgmma,       Variant::kPrepAlongside};
+                                 Variant::kOutputApart, Variant::kWgmma,       Variant::kPrepAlongside,
+                                 Variant::kLookAhead};
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kSimt: return "v1";
@@ -50,12 +53,13 @@ inline const char* variant_name(Variant v) {
     case Variant::kOutputApart: return "v4";
     case Variant::kWgmma: return "v5";
     case Variant::kPrepAlongside: return "v6";
+    case Variant::kLookAhead: return "v7";
   }
   return "?";
 }
 
-// Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4 and v5
-// also each chunk's starting state; v6 a ready flag per chunk).
+// Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4, v5 and
+// v7 also each chunk's starting state; v6 a ready flag per chunk; v7 each chunk's M).
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v);
 
 // Runs the op on `stream`; `scratch` holds gdn_prefill_scratch_bytes(a, v) bytes,
