@@ -1435,7 +1435,7 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
 //   U(c + 1) = U'(c + 1) - e^{G_last} W(c + 1) S(c) - M(c + 1) U(c),
 // so that a step of the scan reads only S(c) and U(c): W(c + 1) S(c), M(c + 1) U(c) and the state
 // update are independent products, then U(c + 1) and S(c + 1) are written (the CPU reference's
-// Chain::kLookAhead is the same arithmetic in float).
+// Chain::kLookAhead computes it the same way in float).
 
 // M(c) for c >= 1 (grid.x = chunks - 1): chunk c - 1 is whole (only the last chunk can be short).
 template <int D>
