@@ -667,6 +667,16 @@ __device__ __forceinline__ int first_snapshot(const GdnArgs& a, int64_t t0, int 
   return first <= 0 ? 0 : first >= n ? n : static_cast<int>(first);
 }
 
+// A chunk's decays from its log-gates g (n rows): ge[t] = e^{G_t} and gtail[t] = e^{G_{n-1} - G_t}
+// (zero from n on), by the block's first C threads; the caller's next barrier publishes them.
+__device__ __forceinline__ void chunk_decays(const double* g, int n, float* ge, float* gtail) {
+  if (threadIdx.x < C) {
+    const int t = threadIdx.x;
+    ge[t] = expf(static_cast<float>(g[t]));
+    gtail[t] = t < n ? expf(static_cast<float>(g[n - 1] - g[t])) : 0.0f;
+  }
+}
+
 // Row stride, in pairs, of the split state and U (v3, v4): kCols + 4 puts a fragment's 64-bit
 // loads on 32 distinct banks in each half-warp.
 template <int kCols>
@@ -908,11 +918,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
       async_wait<(kTC && !kApart) ? 1 : 2>();
     }
     __syncthreads();  // ... for every thread; the previous chunk is done with ge, gtail, decay
-    if (threadIdx.x < C) {
-      const int t = threadIdx.x;
-      ge[t] = expf(static_cast<float>(g[t]));
-      gtail[t] = t < n ? expf(static_cast<float>(g[n - 1] - g[t])) : 0.0f;
-    }
+    chunk_decays(g, n, ge, gtail);
     if constexpr (kApart) {
       // The state this chunk starts from, for gdn_out.
       float* dst = s.states + (unit0 + c) * D * D + col0;
@@ -1268,11 +1274,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_wg(GdnArgs a, Scratch s)
     const double* g = gs[c & 1];
     async_wait<2>();  // W, G
     __syncthreads();  // ... for every thread; the last chunk is done with ge, gtail, decay
-    if (threadIdx.x < C) {
-      const int u = threadIdx.x;
-      ge[u] = expf(static_cast<float>(g[u]));
-      gtail[u] = u < n ? expf(static_cast<float>(g[n - 1] - g[u])) : 0.0f;
-    }
+    chunk_decays(g, n, ge, gtail);
     {
       // The state this chunk starts from, for gdn_out.
       // A lane per column (coalesced stores), 4 state rows a thread (two 16-byte reads).
@@ -1588,11 +1590,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
     u_prime(c + 1, up);
     async_wait<1>();  // step c's operands
     __syncthreads();  // ... for every thread; the previous step is done with ge, gtail, decay
-    if (threadIdx.x < C) {
-      const int t = threadIdx.x;
-      ge[t] = expf(static_cast<float>(g[t]));
-      gtail[t] = t < n ? expf(static_cast<float>(g[n - 1] - g[t])) : 0.0f;
-    }
+    chunk_decays(g, n, ge, gtail);
     // For gdn_out: the state this chunk starts from, and U over U'.
     float* states = s.states + (unit0 + c) * D * D + col0;
     for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
