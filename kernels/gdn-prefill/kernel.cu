@@ -677,6 +677,14 @@ __device__ __forceinline__ void chunk_decays(const double* g, int n, float* ge, 
   }
 }
 
+// decay[u] = e^{G_t - G_u} for u <= t, zero past t, between two barriers: the previous snapshot is
+// done with decay[] before, every thread sees the new one after.
+__device__ __forceinline__ void snapshot_decays(const double* g, int t, float* decay) {
+  __syncthreads();
+  if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
+  __syncthreads();
+}
+
 // Row stride, in pairs, of the split state and U (v3, v4): kCols + 4 puts a fragment's 64-bit
 // loads on 32 distinct banks in each half-warp.
 template <int kCols>
@@ -1057,9 +1065,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     if (a.K > 1) {
       for (int t = first_snapshot(a, t0, n); t < n; ++t) {
         const int64_t slot = a.T - 1 - (t0 + t);
-        __syncthreads();  // decay[] of the previous snapshot is used up
-        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
-        __syncthreads();
+        snapshot_decays(g, t, decay);
         float* dst = head_out + slot * a.slot_stride;
         if (producer) continue;  // after both barriers of the iteration
         if constexpr (kSplit) {
@@ -1608,9 +1614,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
     if (a.K > 1) {
       for (int t = first_snapshot(a, t0, n); t < n; ++t) {
         const int64_t slot = a.T - 1 - (t0 + t);
-        __syncthreads();  // decay[] of the previous snapshot is used up
-        if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
-        __syncthreads();
+        snapshot_decays(g, t, decay);
         write_snapshot<D, L::kX, kTiles>(head_out + slot * a.slot_stride, ge[t], decay, kc, st, us, t, col0, srow0,
                                          scol0, lane);
       }
