@@ -63,6 +63,11 @@ struct Scratch {
 int64_t chunk_count(const GdnArgs& a) { return (a.T + C - 1) / C; }
 
 
+// Whether a variant's scan hands each chunk's starting state and U to gdn_out (ready flags).
+bool output_apart(Variant v) {
+  return v == Variant::kOutputApart || v == Variant::kWgmma || v == Variant::kLookAhead;
+}
+
 Scratch carve(const GdnArgs& a, void* base, Variant v) {
   Scratch s;
   s.chunks = chunk_count(a);
@@ -71,13 +76,13 @@ Scratch carve(const GdnArgs& a, void* base, Variant v) {
   s.w = reinterpret_cast<float*>(s.g + units * C);
   s.u = s.w + units * C * a.S;
   s.p = s.u + units * C * a.S;
-  const bool apart = v == Variant::kOutputApart || v == Variant::kWgmma || v == Variant::kLookAhead;
+  const bool apart = output_apart(v);
   s.states = apart ? s.p + units * C * C : nullptr;
   s.ready = apart ? reinterpret_cast<int*>(s.states + units * a.S * a.S)
             : v == Variant::kPrepAlongside ? reinterpret_cast<int*>(s.p + units * C * C)
                                            : nullptr;
   // After the flags, 16-byte aligned (the scan copies M in 16-byte pieces).
-  s.m = v == Variant::kLookAhead ? s.states + units * a.S * a.S + (units * (a.S / kTileV) + 3) / 4 * 4 : nullptr;
+  s.m = v == Variant::kLookAhead ? reinterpret_cast<float*>(s.ready) + (units * (a.S / kTileV) + 3) / 4 * 4 : nullptr;
   return s;
 }
 
@@ -657,6 +662,34 @@ __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a,
   }
 }
 
+// A scan CTA's D x kCols state tile from and to the engine's layout (column-major: S[i][j] at
+// j D + i, so consecutive threads take consecutive rows of a column), by the first kThreads
+// threads (v2 and v3 pass their producer warp as `idle`; the test sits in the loop's condition,
+// which keeps v3's machine code as measured).
+template <int D, int kCols, class Tile>
+__device__ __forceinline__ void load_state(const Tile& st, const float* src, int col0, bool idle = false) {
+  for (int idx = threadIdx.x; !idle && idx < D * kCols; idx += kThreads) {
+    const int cc = idx / D, i = idx % D;
+    st.set(i, cc, src[int64_t{col0 + cc} * D + i]);
+  }
+}
+template <int D, int kCols, class Tile>
+__device__ __forceinline__ void store_state(float* dst, const Tile& st, int col0, bool idle = false) {
+  for (int idx = threadIdx.x; !idle && idx < D * kCols; idx += kThreads) {
+    const int cc = idx / D, i = idx % D;
+    dst[int64_t{col0 + cc} * D + i] = st.get(i, cc);
+  }
+}
+// The first `rows` rows of a kCols-wide tile to row-major dst, rows D floats apart (for gdn_out:
+// each chunk's starting state, U), by the first kThreads threads.
+template <int D, int kCols, class Tile>
+__device__ __forceinline__ void store_rows(float* dst, const Tile& m, int rows) {
+  for (int idx = threadIdx.x; idx < rows * kCols; idx += kThreads) {
+    const int i = idx / kCols, cc = idx % kCols;
+    dst[i * D + cc] = m.get(i, cc);
+  }
+}
+
 // The first row of the chunk at token t0 (n rows) whose state is a snapshot (slot T - 1 - token below
 // K), or n if none is: only the last chunks have any. With a loop that tested every row of every
 // chunk, K = 8 cost v3 (32 x d128 on the H200) 55 us more than K = 1 at 1024 tokens and 185 us
@@ -897,13 +930,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     issue_qp(0);
     issue_k(0);
   }
-  // The state is column-major in memory (S[i][j] at j * D + i): consecutive threads take
-  // consecutive rows of a column.
-  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D;
-  for (int idx = threadIdx.x; !producer && idx < D * kCols; idx += kThreads) {
-    const int cc = idx / D, i = idx % D;
-    st.set(i, cc, s0[int64_t{col0 + cc} * D + i]);
-  }
+  load_state<D, kCols>(st, a.state + b * a.state_seq + int64_t{h} * D * D, col0, producer);
 
   // The tiles of the chunk's C x kCols products (U, O), kN in a row per warp: the C / 16 x kCols / 8
   // tiles of 16 x 8 split evenly over the warps.
@@ -929,11 +956,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     chunk_decays(g, n, ge, gtail);
     if constexpr (kApart) {
       // The state this chunk starts from, for gdn_out.
-      float* dst = s.states + (unit0 + c) * D * D + col0;
-      for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
-        const int i = idx / kCols, cc = idx % kCols;
-        dst[i * D + cc] = st.get(i, cc);
-      }
+      store_rows<D, kCols>(s.states + (unit0 + c) * D * D + col0, st, D);
     }
 
     // U = U' - W S (v2, v3: with Q S for O).
@@ -1121,10 +1144,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
   }
   if (a.K == 1) {
     __syncthreads();
-    for (int idx = threadIdx.x; !producer && idx < D * kCols; idx += kThreads) {
-      const int cc = idx / D, i = idx % D;
-      head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
-    }
+    store_state<D, kCols>(head_out, st, col0, producer);
   }
   // v6 started early: the stream's next kernel comes after prep too.
   if constexpr (kAlongside) wait_for_primary();
@@ -1447,6 +1467,11 @@ __global__ void __launch_bounds__(kThreads, 2) gdn_out(GdnArgs a, Scratch s) {
 
 // M(c) for c >= 1 (grid.x = chunks - 1): chunk c - 1 is whole (only the last chunk can be short).
 template <int D>
+constexpr size_t ahead_m_smem() {
+  return sizeof(float) * 2 * C * Strides<D, true>::kX;
+}
+
+template <int D>
 __global__ void __launch_bounds__(kThreads) gdn_ahead_m(GdnArgs a, Scratch s) {
   using L = Strides<D, true>;
   const int64_t c = int64_t{blockIdx.x} + 1;
@@ -1555,11 +1580,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
   load_rows_async<D>(ws + C * L::kX, L::kX, s.w + unit0 * C * D, D, rows_in(0));
   async_commit();
   issue(0);
-  const float* s0 = a.state + b * a.state_seq + int64_t{h} * D * D;
-  for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
-    const int cc = idx / D, i = idx % D;
-    st.set(i, cc, s0[int64_t{col0 + cc} * D + i]);
-  }
+  load_state<D, kCols>(st, a.state + b * a.state_seq + int64_t{h} * D * D, col0);
   async_wait<1>();  // W(0)
   __syncthreads();
   // U'(c) of this warp's tiles, rows from rows_in(c) on zero (past the last chunk: all).
@@ -1598,16 +1619,8 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
     __syncthreads();  // ... for every thread; the previous step is done with ge, gtail, decay
     chunk_decays(g, n, ge, gtail);
     // For gdn_out: the state this chunk starts from, and U over U'.
-    float* states = s.states + (unit0 + c) * D * D + col0;
-    for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
-      const int i = idx / kCols, cc = idx % kCols;
-      states[i * D + cc] = st.get(i, cc);
-    }
-    float* u_out = s.u + (unit0 + c) * C * D + col0;
-    for (int idx = threadIdx.x; idx < n * kCols; idx += kThreads) {
-      const int t = idx / kCols, cc = idx % kCols;
-      u_out[t * D + cc] = us.get(t, cc);
-    }
+    store_rows<D, kCols>(s.states + (unit0 + c) * D * D + col0, st, D);
+    store_rows<D, kCols>(s.u + (unit0 + c) * C * D + col0, us, n);
     ready_signal(s.ready + (unit0 + c) * (D / kTileV) + col0 / kTileV);  // a barrier: ge, gtail are set
 
     const float* kc = kx + p * C * L::kX;
@@ -1650,10 +1663,7 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
   }
   if (a.K == 1) {
     __syncthreads();
-    for (int idx = threadIdx.x; idx < D * kCols; idx += kThreads) {
-      const int cc = idx / D, i = idx % D;
-      head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
-    }
+    store_state<D, kCols>(head_out, st, col0);
   }
 }
 
@@ -1713,7 +1723,7 @@ cudaError_t launch_ahead(const GdnArgs& a, const Scratch& s, cudaStream_t stream
   cudaError_t e = start_prep<D, true, true>(a, s, stream);
   if (e == cudaSuccess && s.chunks > 1)
     e = start(gdn_ahead_m<D>, dim3(static_cast<unsigned>(s.chunks - 1), a.Hv, a.B),
-              sizeof(float) * 2 * C * Strides<D, true>::kX, m_ready, stream, a, s);
+              ahead_m_smem<D>(), m_ready, stream, a, s);
   if (e == cudaSuccess)
     e = start(gdn_scan_ahead<D>, dim3(D / kTileV, a.Hv, a.B), ahead_smem<D>(), scan_ready, stream, a, s);
   return e == cudaSuccess ? start_out<D, 1>(a, s, stream) : e;
@@ -1753,8 +1763,7 @@ bool gdn_prefill_supported(const GdnArgs& a) {
 
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v) {
   const size_t units = static_cast<size_t>(a.B) * a.Hv * chunk_count(a);
-  const bool apart_v = v == Variant::kOutputApart || v == Variant::kWgmma || v == Variant::kLookAhead;
-  const size_t apart = apart_v ? units * (sizeof(float) * a.S * a.S + sizeof(int) * (a.S / kTileV)) : 0;
+  const size_t apart = output_apart(v) ? units * (sizeof(float) * a.S * a.S + sizeof(int) * (a.S / kTileV)) : 0;
   const size_t flags = v == Variant::kPrepAlongside ? units * sizeof(int) : 0;
   const size_t m = v == Variant::kLookAhead ? 16 + units * sizeof(float) * C * C : 0;
   return units * C * (sizeof(double) + sizeof(float) * (2 * a.S + C)) + apart + flags + m;

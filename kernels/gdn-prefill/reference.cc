@@ -76,8 +76,9 @@ void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& o
     int n = 0;
     std::vector<double> G;
     std::vector<const float*> k, q;
-    std::vector<float> A, P, W, U;
+    std::vector<float> P, W, U;
   };
+  std::vector<float> A(static_cast<size_t>(C) * C);  // prepare's (I + A), chunk by chunk
   auto prepare = [&](int64_t c0, Terms& ch) {
     const int n = static_cast<int>(std::min<int64_t>(C, s.T - c0));
     ch.c0 = c0;
@@ -85,7 +86,6 @@ void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& o
     ch.G.assign(C, 0.0);
     ch.k.assign(n, nullptr);
     ch.q.assign(n, nullptr);
-    ch.A.assign(static_cast<size_t>(C) * C, 0.0f);
     ch.P.assign(static_cast<size_t>(C) * C, 0.0f);
     ch.W.assign(static_cast<size_t>(C) * S, 0.0f);
     ch.U.assign(static_cast<size_t>(C) * S, 0.0f);
@@ -97,15 +97,15 @@ void reference_pair(const Problem& p, Pair pair, int chunk, PairOutput<float>& o
       ch.G[t] = (t ? ch.G[t - 1] : 0.0) + p.g[static_cast<size_t>(p.gate_at(pair.b, c0 + t, pair.h))];
     }
     for (int t = 0; t < n; ++t) {
-      for (int u = 0; u < t; ++u) ch.A[t * C + u] = beta[t] * decay_of(ch.G[t] - ch.G[u]) * dot(ch.k[t], ch.k[u]);
+      for (int u = 0; u < t; ++u) A[t * C + u] = beta[t] * decay_of(ch.G[t] - ch.G[u]) * dot(ch.k[t], ch.k[u]);
       for (int u = 0; u <= t; ++u) ch.P[t * C + u] = decay_of(ch.G[t] - ch.G[u]) * dot(ch.q[t], ch.k[u]);
       const float* v = row(p.v, p.v_at(pair.b, c0 + t, pair.h));
       const float wk = beta[t] * decay_of(ch.G[t]);
       for (int i = 0; i < S; ++i) {
         float w = wk * ch.k[t][i], x = beta[t] * v[i];
         for (int u = 0; u < t; ++u) {
-          w -= ch.A[t * C + u] * ch.W[static_cast<size_t>(u) * S + i];
-          x -= ch.A[t * C + u] * ch.U[static_cast<size_t>(u) * S + i];
+          w -= A[t * C + u] * ch.W[static_cast<size_t>(u) * S + i];
+          x -= A[t * C + u] * ch.U[static_cast<size_t>(u) * S + i];
         }
         ch.W[static_cast<size_t>(t) * S + i] = w;
         ch.U[static_cast<size_t>(t) * S + i] = x;
