@@ -292,26 +292,43 @@ __device__ __forceinline__ void load_rows_async(float* dst, int ld, const float*
   }
 }
 
-// The chunk's betas and its cumulative log-gates G into shared memory (graw: the gates, a
-// scratch row). G is summed in double by thread 0 after a barrier (all threads call this): far
-// into a chunk of harsh gates G reaches -1000, where a float's spacing would spoil the
-// short-range decays that matter. The caller's next barrier publishes G.
-__device__ __forceinline__ void load_gates(const GdnArgs& a, int b, int h, int64_t t0, int n, float* betas,
-                                           float* graw, double* gs) {
-  if (threadIdx.x < C) {
-    const int t = threadIdx.x;
-    betas[t] = t < n ? a.beta[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
-    graw[t] = t < n ? a.g[(b * a.T + t0 + t) * a.Hv + h] : 0.0f;
+// A chunk's betas and cumulative log-gates G, in two steps that every thread calls: fetch, before
+// the chunk's copies are issued, loads two gates a lane into warp 0 and two betas a lane into
+// warp 1, so that the loads' latency passes while the copies issue; publish writes the betas and
+// G to shared memory, G summed in double by a warp-wide scan (a chain of five shuffles instead of
+// one thread's 64 additions after a barrier). Far into a chunk of harsh gates G reaches -1000,
+// where a float's spacing would spoil the short-range decays that matter. The caller's next
+// barrier publishes both.
+struct ChunkGates {
+  float x0 = 0.0f, x1 = 0.0f;  // tokens 2 lane and 2 lane + 1 (zero past n)
+  __device__ __forceinline__ void fetch(const GdnArgs& a, int b, int h, int64_t t0, int n) {
+    const int warp = threadIdx.x >> 5, t = 2 * (threadIdx.x & 31);
+    if (warp > 1) return;
+    const float* src = (warp == 0 ? a.g : a.beta) + (b * a.T + t0 + t) * a.Hv + h;
+    x0 = t < n ? src[0] : 0.0f;
+    x1 = t + 1 < n ? src[a.Hv] : 0.0f;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double acc = 0;
-    for (int t = 0; t < C; ++t) {
-      acc += graw[t];
-      gs[t] = acc;
+  __device__ __forceinline__ void publish(float* betas, double* gs) const {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp == 1) {
+      betas[2 * lane] = x0;
+      betas[2 * lane + 1] = x1;
     }
+    if (warp != 0) return;
+    // Exclusive prefix of the lanes' pair sums: at each step `block` is the sum of this lane's
+    // aligned block of `off` lanes, and the partner block below is added to `before`.
+    const double pair = static_cast<double>(x0) + x1;
+    double before = 0.0, block = pair;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const double other = __shfl_xor_sync(0xffffffffu, block, off);
+      if (lane & off) before += other;
+      block += other;
+    }
+    gs[2 * lane] = before + x0;
+    gs[2 * lane + 1] = before + pair;
   }
-}
+};
 
 // A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t), from
 // the products k_t.k_u and q_t.k_u; zero elsewhere and in rows from n on.
@@ -433,14 +450,16 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   float* vs = kTwoPerSm ? qs : qs + C * L::kX;         // [C][kX]
   float* as = (kTwoPerSm ? qs : vs) + C * L::kX;       // [C][kA]
   __shared__ double gs[C];
-  __shared__ float betas[C], graw[C], wscale[C];
+  __shared__ float betas[C], wscale[C];
 
+  ChunkGates gates;
+  gates.fetch(a, b, h, t0, n);
   const float* v_rows = a.v + b * a.v_seq + h * a.v_head + t0 * a.v_token;
   load_rows_async<D>(ks, L::kX, a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token, a.k_token, n);
   load_rows_async<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
   if constexpr (!kTwoPerSm) load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
   async_commit();
-  load_gates(a, b, h, t0, n, betas, graw, gs);
+  gates.publish(betas, gs);
   async_wait<0>();
   __syncthreads();
   if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
@@ -592,7 +611,7 @@ __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a,
   float* smem = reinterpret_cast<float*>(smem4);
   float* as = smem;  // [C][kPrepLdA], once the slices are used up
   __shared__ double gs[C];
-  __shared__ float betas[C], graw[C], wscale[C];
+  __shared__ float betas[C], wscale[C];
 
   const int64_t heads = int64_t{a.B} * a.Hv;
   for (int64_t item = blockIdx.x; item < s.chunks * heads; item += gridDim.x) {
@@ -614,9 +633,11 @@ __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a,
       }
       async_commit();
     };
+    ChunkGates gates;
+    gates.fetch(a, b, h, t0, n);
     issue(0);
     issue(1);
-    load_gates(a, b, h, t0, n, betas, graw, gs);
+    gates.publish(betas, gs);
 
     Acc kk[kPrepTiles], qk[kPrepTiles];
 #pragma unroll 1

@@ -224,6 +224,16 @@ inline int __dp4a(int a, int b, int c) {
 inline void __syncwarp(unsigned = 0xffffffffu) { ::cuda_emu::syncwarp(); }
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
 inline int __shfl_xor_sync(unsigned, int v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
+// A double moves as its two 32-bit halves, as on the GPU.
+inline double __shfl_xor_sync(unsigned m, double v, int mask) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const uint32_t lo = static_cast<uint32_t>(__shfl_xor_sync(m, static_cast<int>(bits & 0xffffffffu), mask));
+  const uint32_t hi = static_cast<uint32_t>(__shfl_xor_sync(m, static_cast<int>(bits >> 32), mask));
+  bits = uint64_t{hi} << 32 | lo;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
 
 struct __half {
   uint16_t bits;

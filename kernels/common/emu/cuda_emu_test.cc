@@ -106,6 +106,13 @@ __global__ void reduce(float* out) {
   out[threadIdx.x] = v;
 }
 
+// Values no float holds exactly: the halves must both arrive.
+__global__ void reduce_double(double* out) {
+  double v = 1.0 + threadIdx.x * 1e-12;
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  out[threadIdx.x] = v;
+}
+
 __global__ void half_warp_shuffle(float* out) {
   float v = 1.0f;
   if (threadIdx.x < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
@@ -312,6 +319,11 @@ int main() {
   LAUNCH(reduce, 1, 64, 0, nullptr, sums.data());
   expect(sums[0] == 496.0f && sums[31] == 496.0f && sums[32] == 32 * 32 + 496.0f && cuda_emu::problems().empty(),
          "a butterfly of shuffles sums each warp");
+  std::vector<double> dsums(32);
+  cuda_emu::clear_problems();
+  LAUNCH(reduce_double, 1, 32, 0, nullptr, dsums.data());
+  expect(std::fabs(dsums[0] - (32.0 + 496e-12)) < 1e-14 && std::fabs(dsums[31] - dsums[0]) < 1e-14 && cuda_emu::problems().empty(),
+         "doubles shuffle whole");
   cuda_emu::clear_problems();
   LAUNCH(half_warp_shuffle, 1, 32, 0, nullptr, sums.data());
   expect(problem_mentions("warp-wide"), "a shuffle half the warp skips is reported");
