@@ -414,10 +414,15 @@ __device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const f
       const int col = threadIdx.x % D;
       float* xc = (threadIdx.x < D ? ks : vs) + col;
       float* out = (threadIdx.x < D ? w_out : u_out) + col;
+      // Loads, solve, stores apart: with a store between them the compiler could not move the
+      // next row's loads of A ahead (as and xc may alias, as far as it knows).
       float x[kB];
 #pragma unroll
+      for (int i = 0; i < kB; ++i) x[i] = xc[(r0 + i) * kLdX];
+#pragma unroll
+      for (int i = 0; i < kB; ++i) x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, x[i]);
+#pragma unroll
       for (int i = 0; i < kB; ++i) {
-        x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, xc[(r0 + i) * kLdX]);
         xc[(r0 + i) * kLdX] = x[i];
         if (r0 + i < n) out[(r0 + i) * D] = x[i];
       }
