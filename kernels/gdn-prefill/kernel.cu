@@ -460,12 +460,20 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   ChunkGates gates;
   gates.fetch(a, b, h, t0, n);
   const float* v_rows = a.v + b * a.v_seq + h * a.v_head + t0 * a.v_token;
-  load_rows_async<D>(ks, L::kX, a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token, a.k_token, n);
-  load_rows_async<D>(qs, L::kX, a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token, a.q_token, n);
-  if constexpr (!kTwoPerSm) load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
-  async_commit();
+  // K and Q in two groups of column halves (V with the second, where it comes early): the
+  // tensor-core products start on the first half while the second lands.
+  const float* k_rows = a.k + bqk * a.k_seq + hk * a.k_head + t0 * a.k_token;
+  const float* q_rows = a.q + bqk * a.q_seq + hk * a.q_head + t0 * a.q_token;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    load_rows_async<D / 2>(ks + half * (D / 2), L::kX, k_rows + half * (D / 2), a.k_token, n);
+    load_rows_async<D / 2>(qs + half * (D / 2), L::kX, q_rows + half * (D / 2), a.q_token, n);
+    if (!kTwoPerSm && half == 1) load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
+    async_commit();
+  }
   gates.publish(betas, gs);
-  async_wait<0>();
+  if constexpr (kTC) async_wait<1>();
+  else async_wait<0>();
   __syncthreads();
   if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
 
@@ -479,21 +487,27 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
     // Tiles wholly above the diagonal stay zero (A and P are lower triangular): warps whose
     // tiles all are skip the products.
     const int k_end = 8 * col_tile0 < row0 + 16 ? D : 0;
+    auto products = [&](int k_begin, int k_stop) {
 #pragma unroll 2
-    for (int k0 = 0; k0 < k_end; k0 += 8) {
-      float fk[4], fq[4];
-      load_a(fk, ks, L::kX, row0, k0, lane);
-      load_a(fq, qs, L::kX, row0, k0, lane);
-      const Split<4> sk(fk), sq(fq);
+      for (int k0 = k_begin; k0 < k_stop; k0 += 8) {
+        float fk[4], fq[4];
+        load_a(fk, ks, L::kX, row0, k0, lane);
+        load_a(fq, qs, L::kX, row0, k0, lane);
+        const Split<4> sk(fk), sq(fq);
 #pragma unroll
-      for (int j = 0; j < kP; ++j) {
-        float fb[2];
-        load_b_t(fb, ks, L::kX, k0, 8 * (col_tile0 + j), lane);
-        const Split<2> sb(fb);
-        kk[j].add(sk, sb);
-        qk[j].add(sq, sb);
+        for (int j = 0; j < kP; ++j) {
+          float fb[2];
+          load_b_t(fb, ks, L::kX, k0, 8 * (col_tile0 + j), lane);
+          const Split<2> sb(fb);
+          kk[j].add(sk, sb);
+          qk[j].add(sq, sb);
+        }
       }
-    }
+    };
+    products(0, k_end / 2);
+    async_wait<0>();  // the second half (and V without kTwoPerSm)
+    __syncthreads();
+    products(k_end / 2, k_end);
 #pragma unroll
     for (int j = 0; j < kP; ++j)
 #pragma unroll
