@@ -216,7 +216,7 @@ template <int kLdA, int kPar, class B, int kM, int kN>
 __device__ __forceinline__ void mma_rows(float (&acc)[kM][kN][4], const float* const (&a)[kM], const B& b, int row0,
                                          int tile0, int k_begin, int k_end, int lane) {
   Acc part[kM][kPar][kN];  // [operand][k step within kPar][j]
-#pragma unroll 2
+#pragma unroll 4
   for (int k0 = k_begin; k0 < k_end; k0 += 8 * kPar) {
 #pragma unroll
     for (int p = 0; p < kPar; ++p) {
@@ -804,7 +804,7 @@ template <int kLdK, class U, int kN>
 __device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, const float* kx, const U& us,
                                             int srow0, int scol0, int k_end, int lane) {
   const int r = lane >> 2, q = lane & 3;
-#pragma unroll 2
+#pragma unroll 4
   for (int k0 = 0; k0 < k_end; k0 += 8) {
     float fa[4];
     fa[0] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r];
