@@ -1707,6 +1707,174 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
   }
 }
 
+// v8: v3's scan as two independent chains a CTA (program.md, idea 8). The CTA's 32 value columns
+// are two chains of 16 that share W, U', G, Q, P and K: warps 0-3 run columns 0-15, warps 4-7
+// columns 16-31, each group with barriers of its own, so that one group's waits (fragment loads,
+// barriers, fixed latencies) may fall under the other's products instead of all eight warps
+// waiting at the CTA's barriers in step. The producer warp copies a chunk's operands in two sets,
+// A (W, U', G, Q: the first phase) and B (P, K: O and the state update), tells each group when a
+// set has landed and refills a set once both groups have released it.
+constexpr int kPairGroup = kThreads / 2;            // threads a group
+constexpr int kPairCols = kTileV / 2;               // columns a group
+constexpr int kPairSignal = kPairGroup + 32;        // a group and the producer
+// Named barriers, + group: the group's own, and the producer's per set: landed, released.
+constexpr int kBarGroup = 1, kBarFullA = 3, kBarFullB = 5, kBarFreeA = 7, kBarFreeB = 9;
+
+template <int D>
+constexpr size_t pair_smem() {
+  using L = Strides<D, true, kTileV>;
+  return sizeof(float2) * (D + C) * kSplitLd<kTileV> + sizeof(float) * (C * L::kS + 3 * C * L::kX + C * L::kA);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scratch s) {
+  using L = Strides<D, true, kTileV>;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int col0 = blockIdx.x * kTileV;
+  const int hk = h % a.Hk, bqk = b / (a.B / a.Bqk);
+
+  DYNAMIC_SHARED(float4, smem4);
+  float2* pairs = reinterpret_cast<float2*>(smem4);
+  const Cells<true> st{pairs, kSplitLd<kTileV>}, us{pairs + D * kSplitLd<kTileV>, kSplitLd<kTileV>};
+  float* up = reinterpret_cast<float*>(pairs + (D + C) * kSplitLd<kTileV>);  // [C][kS]: U'
+  float* ws = up + C * L::kS;                                                  // [C][kX]: W
+  float* kx = ws + C * L::kX;                                                  // [C][kX]: K
+  float* qx = kx + C * L::kX;                                                  // [C][kX]: Q
+  float* ps = qx + C * L::kX;                                                  // [C][kA]: P
+  alignas(16) __shared__ double gs[2][C];  // log-gates of this chunk and the next
+  __shared__ float ge[2][C], gtail[2][C], decay[2][C];  // each group's
+
+  const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
+  auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
+
+  if (warp == kWarps) {  // the producer
+    const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
+    const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
+    auto issue_a = [&](int64_t c) {
+      load_rows_async<D, 32>(ws, L::kX, s.w + (unit0 + c) * C * D, D, rows_in(c), lane);
+      load_rows_async<kTileV, 32>(up, L::kS, s.u + (unit0 + c) * C * D + col0, D, rows_in(c), lane);
+      for (int i = lane; i < C / 2; i += 32) copy_async_16(&gs[c & 1][2 * i], s.g + (unit0 + c) * C + 2 * i);
+      load_rows_async<D, 32>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c), lane);
+      async_commit();
+    };
+    auto issue_b = [&](int64_t c) {
+      load_rows_async<C, 32>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C, lane);
+      load_rows_async<D, 32>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), lane);
+      async_commit();
+    };
+    issue_a(0);
+    issue_b(0);
+    for (int64_t c = 0; c < s.chunks; ++c) {
+      async_wait<1>();
+      for (int g = 0; g < 2; ++g) named_barrier_arrive(kBarFullA + g, kPairSignal);
+      async_wait<0>();
+      for (int g = 0; g < 2; ++g) named_barrier_arrive(kBarFullB + g, kPairSignal);
+      if (c + 1 < s.chunks) {
+        for (int g = 0; g < 2; ++g) named_barrier_sync(kBarFreeA + g, kPairSignal);
+        issue_a(c + 1);
+        for (int g = 0; g < 2; ++g) named_barrier_sync(kBarFreeB + g, kPairSignal);
+        issue_b(c + 1);
+      }
+    }
+    return;
+  }
+
+  const int g = warp / 4, gt = static_cast<int>(threadIdx.x) - g * kPairGroup;  // group, thread in it
+  const int tcol0 = 2 * g;         // the group's two column tiles of 8
+  const int trow0 = 16 * (warp % 4);  // this warp's chunk rows (U, O)
+  constexpr int kRB = D / 64;         // the state's 16-row blocks a warp (four warps a group)
+  const int srow0 = kRB * trow0;      // this warp's first state row
+  float* head_out = a.state_out + (int64_t{b} * a.Hv + h) * D * D;  // snapshot slot 0 of this head
+  {
+    const float* src = a.state + b * a.state_seq + int64_t{h} * D * D;
+    for (int idx = gt; idx < D * kPairCols; idx += kPairGroup) {
+      const int cc = idx / D + g * kPairCols, i = idx % D;
+      st.set(i, cc, src[int64_t{col0 + cc} * D + i]);
+    }
+  }
+  const float scale = rsqrtf(static_cast<float>(D));
+  const int64_t o_token = int64_t{a.Hv} * D;
+  for (int64_t c = 0; c < s.chunks; ++c) {
+    const int64_t t0 = c * C;
+    const int n = rows_in(c);
+    const double* gc = gs[c & 1];
+    named_barrier_sync(kBarFullA + g, kPairSignal);  // set A has landed; the group's state is written
+    if (gt < C) {
+      ge[g][gt] = expf(static_cast<float>(gc[gt]));
+      gtail[g][gt] = gt < n ? expf(static_cast<float>(gc[n - 1] - gc[gt])) : 0.0f;
+    }
+
+    // U = U' - W S, and Q S for O.
+    float ws_qs[2][2][4] = {};
+    mma_rows<L::kX, 2>(ws_qs, {ws, qx}, st, trow0, tcol0, 0, D, lane);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; e += 2) {
+        const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
+        const float u0 = t < n ? up[t * L::kS + cc] - ws_qs[0][j][e] : 0.0f;
+        const float u1 = t < n ? up[t * L::kS + cc + 1] - ws_qs[0][j][e + 1] : 0.0f;
+        us.set_pair(t, cc, u0, u1);
+      }
+    if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeA + g, kPairSignal);  // W, U', Q read (G: its half stays)
+    named_barrier_sync(kBarFullB + g, kPairSignal);  // set B has landed; the group's U and decays are written
+
+    // O = scale (e^{G} Q S + P U), P lower triangular.
+    float (&o)[2][4] = ws_qs[1];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[j][e] *= ge[g][c_row(trow0, lane, e)];
+    mma_rows<L::kA>(o, ps, us, trow0, tcol0, trow0 + 16, lane);
+    float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) store_c_scaled(ob, o_token, o[j], scale, trow0, tcol0 + j, n, lane);
+
+    if (a.K > 1) {
+      for (int t = first_snapshot(a, t0, n); t < n; ++t) {
+        named_barrier_sync(kBarGroup + g, kPairGroup);  // the previous snapshot is done with decay
+        if (gt < C) decay[g][gt] = gt <= t ? expf(static_cast<float>(gc[t] - gc[gt])) : 0.0f;
+        named_barrier_sync(kBarGroup + g, kPairGroup);
+        float* dst = head_out + (a.T - 1 - (t0 + t)) * a.slot_stride;
+#pragma unroll
+        for (int r = 0; r < kRB; ++r)
+          write_snapshot<D, L::kX, 2>(dst, ge[g][t], decay[g], kx, st, us, t, col0, srow0 + 16 * r, tcol0, lane);
+      }
+    }
+
+    // S <- e^{G_last} S + K~^T U.
+    const float glast = ge[g][n - 1];
+    Acc acc[kRB][2];
+    float next[kRB][2][4];
+#pragma unroll
+    for (int r = 0; r < kRB; ++r) {
+      rank_update<L::kX>(acc[r], gtail[g], kx, us, srow0 + 16 * r, tcol0, C, lane);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          next[r][j][e] = glast * st.get(c_row(srow0 + 16 * r, lane, e), c_col(tcol0 + j, lane, e)) + acc[r][j].sum(e);
+    }
+    if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeB + g, kPairSignal);  // P, K read
+    named_barrier_sync(kBarGroup + g, kPairGroup);  // the group is done reading its state and U
+#pragma unroll
+    for (int r = 0; r < kRB; ++r)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; e += 2)
+          st.set_pair(c_row(srow0 + 16 * r, lane, e), c_col(tcol0 + j, lane, e), next[r][j][e], next[r][j][e + 1]);
+  }
+  if (a.K == 1) {
+    named_barrier_sync(kBarGroup + g, kPairGroup);
+    for (int idx = gt; idx < D * kPairCols; idx += kPairGroup) {
+      const int cc = idx / D + g * kPairCols, i = idx % D;
+      head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
+    }
+  }
+}
+
 // Launches one of these kernels with its shared-memory opt-in (asked once per device: `ready`,
 // the caller's static), plainly or (kEarly) started early.
 template <bool kEarly = false, typename Kernel>
@@ -1769,6 +1937,16 @@ cudaError_t launch_ahead(const GdnArgs& a, const Scratch& s, cudaStream_t stream
   return e == cudaSuccess ? start_out<D, 1>(a, s, stream) : e;
 }
 
+// v8: v3's prep, the scan of two chains a CTA.
+template <int D>
+cudaError_t launch_pair(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
+  static std::atomic<uint64_t> scan_ready{0};
+  cudaError_t e = start_prep<D, true, true>(a, s, stream);
+  if (e == cudaSuccess)
+    e = start(gdn_scan_pair<D>, dim3(D / kTileV, a.Hv, a.B), pair_smem<D>(), scan_ready, stream, a, s, kThreads + 32);
+  return e;
+}
+
 // v6: the ready flags cleared, prep on one CTA per SM (fewer for short inputs), then v3's scan
 // started early beside it.
 template <int D>
@@ -1826,6 +2004,8 @@ cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Va
       return a.S == 128 ? launch_alongside<128>(a, s, stream) : launch_alongside<64>(a, s, stream);
     case Variant::kLookAhead:
       return a.S == 128 ? launch_ahead<128>(a, s, stream) : launch_ahead<64>(a, s, stream);
+    case Variant::kPairChains:
+      return a.S == 128 ? launch_pair<128>(a, s, stream) : launch_pair<64>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -41,10 +41,12 @@ enum class Variant {
                       // memory the scan leaves), handing over chunk by chunk through ready flags
   kLookAhead,         // v7: v4's split with a look-ahead scan: each chunk's U computed a step early
                       // from the state and U before the update (program.md, idea 1)
+  kPairChains,        // v8: v3 with the scan's 32 columns as two chains of 16 on two warp groups
+                      // with barriers of their own (program.md, idea 8)
 };
 constexpr Variant kVariants[] = {Variant::kSimt,        Variant::kTensorCores, Variant::kTensorCoresSplit,
                                  Variant::kOutputApart, Variant::kWgmma,       Variant::kPrepAlongside,
-                                 Variant::kLookAhead};
+                                 Variant::kLookAhead,   Variant::kPairChains};
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kSimt: return "v1";
@@ -54,6 +56,7 @@ inline const char* variant_name(Variant v) {
     case Variant::kWgmma: return "v5";
     case Variant::kPrepAlongside: return "v6";
     case Variant::kLookAhead: return "v7";
+    case Variant::kPairChains: return "v8";
   }
   return "?";
 }
