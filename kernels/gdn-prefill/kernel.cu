@@ -209,9 +209,10 @@ __device__ __forceinline__ void load_b_t(float (&b)[2], const float* m, int ld, 
 // m < kM, j < kN, on tensor cores: a chunk's rows (W, Q) times the state tile, or P times U. The
 // range is a multiple of 8 kPar: kPar consecutive k steps go to separate accumulators, for more
 // independent work, and the loop is unrolled four times, as is rank_update's (twice: v3 165.4 ->
-// 162.5 us; four times: 154.6 -> 153.3, with 8 snapshots at 4096 tokens 583.8 -> 570.4). Several A operands over one B (the scan's W S with Q S) share B's fragments,
-// and their chains interleave (v3 185.9 -> 179.9 us at 32 x d128 x 1024 against W S and Q S one
-// after the other).
+// 162.5 us; four times: 154.6 -> 153.3, with 8 snapshots at 4096 tokens 583.8 -> 570.4; eight
+// times lost). Several A operands over one B (the scan's W S with Q S) share B's fragments, and
+// their chains interleave (v3 185.9 -> 179.9 us at 32 x d128 x 1024 against W S and Q S one after
+// the other).
 template <int kLdA, int kPar, class B, int kM, int kN>
 __device__ __forceinline__ void mma_rows(float (&acc)[kM][kN][4], const float* const (&a)[kM], const B& b, int row0,
                                          int tile0, int k_begin, int k_end, int lane) {
@@ -1714,9 +1715,9 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
 // waiting at the CTA's barriers in step. The producer warp copies a chunk's operands in two sets,
 // A (W, U', G, Q: the first phase) and B (P, K: O and the state update), tells each group when a
 // set has landed and refills a set once both groups have released it.
-constexpr int kPairGroup = kThreads / 2;            // threads a group
-constexpr int kPairCols = kTileV / 2;               // columns a group
-constexpr int kPairSignal = kPairGroup + 32;        // a group and the producer
+constexpr int kPairGroup = kThreads / 2;      // threads a group
+constexpr int kPairCols = kTileV / 2;         // columns a group
+constexpr int kPairSignal = kPairGroup + 32;  // a group and the producer
 // Named barriers, + group: the group's own, and the producer's per set: landed, released.
 constexpr int kBarGroup = 1, kBarFullA = 3, kBarFullB = 5, kBarFreeA = 7, kBarFreeB = 9;
 
