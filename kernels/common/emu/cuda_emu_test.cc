@@ -322,7 +322,8 @@ int main() {
   std::vector<double> dsums(32);
   cuda_emu::clear_problems();
   LAUNCH(reduce_double, 1, 32, 0, nullptr, dsums.data());
-  expect(std::fabs(dsums[0] - (32.0 + 496e-12)) < 1e-14 && std::fabs(dsums[31] - dsums[0]) < 1e-14 && cuda_emu::problems().empty(),
+  expect(std::fabs(dsums[0] - (32.0 + 496e-12)) < 1e-14 && std::fabs(dsums[31] - dsums[0]) < 1e-14 &&
+             cuda_emu::problems().empty(),
          "doubles shuffle whole");
   cuda_emu::clear_problems();
   LAUNCH(half_warp_shuffle, 1, 32, 0, nullptr, sums.data());
