@@ -1714,12 +1714,14 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
 // barriers, fixed latencies) may fall under the other's products instead of all eight warps
 // waiting at the CTA's barriers in step. The producer warp copies a chunk's operands in two sets,
 // A (W, U', G, Q: the first phase) and B (P, K: O and the state update), tells each group when a
-// set has landed and refills a set once both groups have released it.
+// set has landed and refills a set once both groups have released it. v9 (kStagger) starts the
+// second group once the first has written chunk 0's U, so that the two run about a phase apart
+// (set A's refill then waits for the second group, as long as the first group's O and update).
 constexpr int kPairGroup = kThreads / 2;      // threads a group
 constexpr int kPairCols = kTileV / 2;         // columns a group
 constexpr int kPairSignal = kPairGroup + 32;  // a group and the producer
 // Named barriers, + group: the group's own, and the producer's per set: landed, released.
-constexpr int kBarGroup = 1, kBarFullA = 3, kBarFullB = 5, kBarFreeA = 7, kBarFreeB = 9;
+constexpr int kBarGroup = 1, kBarFullA = 3, kBarFullB = 5, kBarFreeA = 7, kBarFreeB = 9, kBarStagger = 11;
 
 template <int D>
 constexpr size_t pair_smem() {
@@ -1727,7 +1729,7 @@ constexpr size_t pair_smem() {
   return sizeof(float2) * (D + C) * kSplitLd<kTileV> + sizeof(float) * (C * L::kS + 3 * C * L::kX + C * L::kA);
 }
 
-template <int D>
+template <int D, bool kStagger>
 __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scratch s) {
   using L = Strides<D, true, kTileV>;
   const int h = blockIdx.y, b = blockIdx.z;
@@ -1796,6 +1798,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
   }
   const float scale = rsqrtf(static_cast<float>(D));
   const int64_t o_token = int64_t{a.Hv} * D;
+  if (kStagger && g == 1) named_barrier_sync(kBarStagger, 2 * kPairGroup);
   for (int64_t c = 0; c < s.chunks; ++c) {
     const int64_t t0 = c * C;
     const int n = rows_in(c);
@@ -1819,6 +1822,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
         us.set_pair(t, cc, u0, u1);
       }
     if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeA + g, kPairSignal);  // W, U', Q read (G: its half stays)
+    if (kStagger && g == 0 && c == 0) named_barrier_arrive(kBarStagger, 2 * kPairGroup);
     named_barrier_sync(kBarFullB + g, kPairSignal);  // set B has landed; the group's U and decays are written
 
     // O = scale (e^{G} Q S + P U), P lower triangular.
@@ -1938,13 +1942,14 @@ cudaError_t launch_ahead(const GdnArgs& a, const Scratch& s, cudaStream_t stream
   return e == cudaSuccess ? start_out<D, 1>(a, s, stream) : e;
 }
 
-// v8: v3's prep, the scan of two chains a CTA.
-template <int D>
+// v8, v9: v3's prep, the scan of two chains a CTA.
+template <int D, bool kStagger>
 cudaError_t launch_pair(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   static std::atomic<uint64_t> scan_ready{0};
   cudaError_t e = start_prep<D, true, true>(a, s, stream);
   if (e == cudaSuccess)
-    e = start(gdn_scan_pair<D>, dim3(D / kTileV, a.Hv, a.B), pair_smem<D>(), scan_ready, stream, a, s, kThreads + 32);
+    e = start(gdn_scan_pair<D, kStagger>, dim3(D / kTileV, a.Hv, a.B), pair_smem<D>(), scan_ready, stream, a, s,
+              kThreads + 32);
   return e;
 }
 
@@ -2006,7 +2011,9 @@ cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Va
     case Variant::kLookAhead:
       return a.S == 128 ? launch_ahead<128>(a, s, stream) : launch_ahead<64>(a, s, stream);
     case Variant::kPairChains:
-      return a.S == 128 ? launch_pair<128>(a, s, stream) : launch_pair<64>(a, s, stream);
+      return a.S == 128 ? launch_pair<128, false>(a, s, stream) : launch_pair<64, false>(a, s, stream);
+    case Variant::kPairChainsStaggered:
+      return a.S == 128 ? launch_pair<128, true>(a, s, stream) : launch_pair<64, true>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -43,10 +43,12 @@ enum class Variant {
                       // from the state and U before the update (program.md, idea 1)
   kPairChains,        // v8: v3 with the scan's 32 columns as two chains of 16 on two warp groups
                       // with barriers of their own (program.md, idea 8)
+  kPairChainsStaggered,  // v9: v8 with the second group started a phase after the first
 };
-constexpr Variant kVariants[] = {Variant::kSimt,        Variant::kTensorCores, Variant::kTensorCoresSplit,
-                                 Variant::kOutputApart, Variant::kWgmma,       Variant::kPrepAlongside,
-                                 Variant::kLookAhead,   Variant::kPairChains};
+constexpr Variant kVariants[] = {Variant::kSimt,          Variant::kTensorCores, Variant::kTensorCoresSplit,
+                                 Variant::kOutputApart,   Variant::kWgmma,       Variant::kPrepAlongside,
+                                 Variant::kLookAhead,     Variant::kPairChains,
+                                 Variant::kPairChainsStaggered};
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kSimt: return "v1";
@@ -57,6 +59,7 @@ inline const char* variant_name(Variant v) {
     case Variant::kPrepAlongside: return "v6";
     case Variant::kLookAhead: return "v7";
     case Variant::kPairChains: return "v8";
+    case Variant::kPairChainsStaggered: return "v9";
   }
   return "?";
 }
