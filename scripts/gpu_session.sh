@@ -8,10 +8,13 @@
 #                                    machine is held); `wait-build` waits for it
 #   scripts/gpu_session.sh quick     the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
-#   scripts/gpu_session.sh ab        every gdn driver in .gpu (gdn_prefill_driver, and the
+#   scripts/gpu_session.sh ab [VARIANT...]
+#                                    every gdn driver in .gpu (gdn_prefill_driver, and the
 #                                    gdn_prefill_driver_NAME builds of other branches, which may be
 #                                    xz-compressed), one after another in one call: oracle lines
-#                                    and the main cases' times; every case's log in ab-logs.tar.xz
+#                                    and the main cases' times; every case's log in ab-logs.tar.xz;
+#                                    for each VARIANT named (v3, v9, ...) its kernels' own times
+#                                    and instructions under Nsight Compute (32 x d128 x 1024)
 #   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
 #                                    product with mma.sync and with wgmma, checked and timed (with
 #                                    its machine code); kernels/common/probes/cluster_check.cu:
@@ -103,6 +106,12 @@ case $stage in
       "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || true
       echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
       grep -hE '^case_ms: v[3-9]/d128-h(32-t1024-K[18]|32-t4096-K8|48k16-t1024-K1)-harsh ' "$out/$name.log" || true
+      for v in "${@:2}"; do
+        echo "-- $name $v alone:"
+        ncu --clock-control none --metrics gpu__time_duration.sum,smsp__inst_executed.sum -k regex:gdn_ "$d" \
+          --no-engine --reps 1 --filter d128-h32-t1024-K1-harsh --variant "$v" 2>&1 |
+          grep -E '^  void|gpu__time_duration|smsp__inst_executed' | sed 's/(GdnArgs.*//' || true
+      done
     done
     # One archive: a call brings back at most 8 files.
     (cd "$out" && tar -cJf ab-logs.tar.xz gdn_prefill_driver*.log && rm -f gdn_prefill_driver*.log)
