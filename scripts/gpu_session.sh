@@ -103,12 +103,13 @@ case $stage in
     for d in .gpu/gdn_prefill_driver .gpu/gdn_prefill_driver_*; do
       [ -x "$d" ] && [ "${d%.xz}" = "$d" ] || continue
       name=${d##*/}
-      "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || true
+      # A driver takes about 25 s; a kernel that hangs on the GPU must not take the whole call.
+      timeout 180 "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || echo "== $name: exit $?"
       echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
       grep -hE '^case_ms: v[3-9]/d128-h(32-t1024-K[18]|32-t4096-K8|48k16-t1024-K1)-harsh ' "$out/$name.log" || true
       for v in "${@:2}"; do
         echo "-- $name $v alone:"
-        ncu --clock-control none --metrics gpu__time_duration.sum,smsp__inst_executed.sum -k regex:gdn_ "$d" \
+        timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum,smsp__inst_executed.sum -k regex:gdn_ "$d" \
           --no-engine --reps 1 --filter d128-h32-t1024-K1-harsh --variant "$v" 2>&1 |
           grep -E '^  void|gpu__time_duration|smsp__inst_executed' | sed 's/(GdnArgs.*//' || true
       done
