@@ -1712,16 +1712,18 @@ __global__ void __launch_bounds__(kThreads, 1) gdn_scan_ahead(GdnArgs a, Scratch
 // are two chains of 16 that share W, U', G, Q, P and K: warps 0-3 run columns 0-15, warps 4-7
 // columns 16-31, each group with barriers of its own, so that one group's waits (fragment loads,
 // barriers, fixed latencies) may fall under the other's products instead of all eight warps
-// waiting at the CTA's barriers in step. The producer warp copies a chunk's operands in two sets,
-// A (W, U', G, Q: the first phase) and B (P, K: O and the state update), tells each group when a
-// set has landed and refills a set once both groups have released it. v9 (kStagger) starts the
-// second group once the first has written chunk 0's U, so that the two run about a phase apart
-// (set A's refill then waits for the second group, as long as the first group's O and update).
+// waiting at the CTA's barriers in step. The producer warp copies a chunk's operands in three sets,
+// A (W, U', G, Q: the first phase), P (O) and K (the snapshots and the state update), tells each
+// group when a set has landed and refills a set once both groups have released it. v9 (kStagger)
+// starts the second group once the first has written chunk 0's U, so that the two run about a
+// phase apart: each set is then refilled when the second group is done with it, while the first
+// is a phase further on and needs that set again a phase later.
 constexpr int kPairGroup = kThreads / 2;      // threads a group
 constexpr int kPairCols = kTileV / 2;         // columns a group
 constexpr int kPairSignal = kPairGroup + 32;  // a group and the producer
 // Named barriers, + group: the group's own, and the producer's per set: landed, released.
-constexpr int kBarGroup = 1, kBarFullA = 3, kBarFullB = 5, kBarFreeA = 7, kBarFreeB = 9, kBarStagger = 11;
+constexpr int kBarGroup = 1, kBarFullA = 3, kBarFullP = 5, kBarFullK = 7, kBarFreeA = 9, kBarFreeP = 11,
+              kBarFreeK = 13, kBarStagger = 15;
 
 template <int D>
 constexpr size_t pair_smem() {
@@ -1761,23 +1763,31 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
       load_rows_async<D, 32>(qx, L::kX, qb + c * C * a.q_token, a.q_token, rows_in(c), lane);
       async_commit();
     };
-    auto issue_b = [&](int64_t c) {
+    auto issue_p = [&](int64_t c) {
       load_rows_async<C, 32>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C, lane);
+      async_commit();
+    };
+    auto issue_k = [&](int64_t c) {
       load_rows_async<D, 32>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), lane);
       async_commit();
     };
     issue_a(0);
-    issue_b(0);
+    issue_p(0);
+    issue_k(0);
     for (int64_t c = 0; c < s.chunks; ++c) {
-      async_wait<1>();
+      async_wait<2>();
       for (int g = 0; g < 2; ++g) named_barrier_arrive(kBarFullA + g, kPairSignal);
+      async_wait<1>();
+      for (int g = 0; g < 2; ++g) named_barrier_arrive(kBarFullP + g, kPairSignal);
       async_wait<0>();
-      for (int g = 0; g < 2; ++g) named_barrier_arrive(kBarFullB + g, kPairSignal);
+      for (int g = 0; g < 2; ++g) named_barrier_arrive(kBarFullK + g, kPairSignal);
       if (c + 1 < s.chunks) {
         for (int g = 0; g < 2; ++g) named_barrier_sync(kBarFreeA + g, kPairSignal);
         issue_a(c + 1);
-        for (int g = 0; g < 2; ++g) named_barrier_sync(kBarFreeB + g, kPairSignal);
-        issue_b(c + 1);
+        for (int g = 0; g < 2; ++g) named_barrier_sync(kBarFreeP + g, kPairSignal);
+        issue_p(c + 1);
+        for (int g = 0; g < 2; ++g) named_barrier_sync(kBarFreeK + g, kPairSignal);
+        issue_k(c + 1);
       }
     }
     return;
@@ -1823,7 +1833,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
       }
     if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeA + g, kPairSignal);  // W, U', Q read (G: its half stays)
     if (kStagger && g == 0 && c == 0) named_barrier_arrive(kBarStagger, 2 * kPairGroup);
-    named_barrier_sync(kBarFullB + g, kPairSignal);  // set B has landed; the group's U and decays are written
+    named_barrier_sync(kBarFullP + g, kPairSignal);  // P has landed; the group's U and decays are written
 
     // O = scale (e^{G} Q S + P U), P lower triangular.
     float (&o)[2][4] = ws_qs[1];
@@ -1835,6 +1845,8 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
     float* ob = a.out + ((b * a.T + t0) * a.Hv + h) * int64_t{D} + col0;
 #pragma unroll
     for (int j = 0; j < 2; ++j) store_c_scaled(ob, o_token, o[j], scale, trow0, tcol0 + j, n, lane);
+    if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeP + g, kPairSignal);  // P read
+    named_barrier_sync(kBarFullK + g, kPairSignal);  // K has landed
 
     if (a.K > 1) {
       for (int t = first_snapshot(a, t0, n); t < n; ++t) {
@@ -1861,7 +1873,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
         for (int e = 0; e < 4; ++e)
           next[r][j][e] = glast * st.get(c_row(srow0 + 16 * r, lane, e), c_col(tcol0 + j, lane, e)) + acc[r][j].sum(e);
     }
-    if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeB + g, kPairSignal);  // P, K read
+    if (c + 1 < s.chunks) named_barrier_arrive(kBarFreeK + g, kPairSignal);  // K read
     named_barrier_sync(kBarGroup + g, kPairGroup);  // the group is done reading its state and U
 #pragma unroll
     for (int r = 0; r < kRB; ++r)
