@@ -704,20 +704,23 @@ __global__ void __launch_bounds__(kPrepThreads, 2) gdn_prep_alongside(GdnArgs a,
 }
 
 // A scan CTA's D x kCols state tile from and to the engine's layout (column-major: S[i][j] at
-// j D + i, so consecutive threads take consecutive rows of a column), by the first kThreads
-// threads (v2 and v3 pass their producer warp as `idle`; the test sits in the loop's condition,
-// which keeps v3's machine code as measured).
-template <int D, int kCols, class Tile>
-__device__ __forceinline__ void load_state(const Tile& st, const float* src, int col0, bool idle = false) {
-  for (int idx = threadIdx.x; !idle && idx < D * kCols; idx += kThreads) {
-    const int cc = idx / D, i = idx % D;
+// j D + i, so consecutive threads take consecutive rows of a column), by kNT threads, tid the
+// caller's index among them (v2 and v3 pass their producer warp as `idle`; the test sits in the
+// loop's condition, which keeps v3's machine code as measured). v8 passes a warp group's threads
+// and its columns' first (cc0) within the tile.
+template <int D, int kCols, int kNT = kThreads, class Tile>
+__device__ __forceinline__ void load_state(const Tile& st, const float* src, int col0, bool idle = false,
+                                           int tid = static_cast<int>(threadIdx.x), int cc0 = 0) {
+  for (int idx = tid; !idle && idx < D * kCols; idx += kNT) {
+    const int cc = cc0 + idx / D, i = idx % D;
     st.set(i, cc, src[int64_t{col0 + cc} * D + i]);
   }
 }
-template <int D, int kCols, class Tile>
-__device__ __forceinline__ void store_state(float* dst, const Tile& st, int col0, bool idle = false) {
-  for (int idx = threadIdx.x; !idle && idx < D * kCols; idx += kThreads) {
-    const int cc = idx / D, i = idx % D;
+template <int D, int kCols, int kNT = kThreads, class Tile>
+__device__ __forceinline__ void store_state(float* dst, const Tile& st, int col0, bool idle = false,
+                                            int tid = static_cast<int>(threadIdx.x), int cc0 = 0) {
+  for (int idx = tid; !idle && idx < D * kCols; idx += kNT) {
+    const int cc = cc0 + idx / D, i = idx % D;
     dst[int64_t{col0 + cc} * D + i] = st.get(i, cc);
   }
 }
@@ -742,20 +745,26 @@ __device__ __forceinline__ int first_snapshot(const GdnArgs& a, int64_t t0, int 
 }
 
 // A chunk's decays from its log-gates g (n rows): ge[t] = e^{G_t} and gtail[t] = e^{G_{n-1} - G_t}
-// (zero from n on), by the block's first C threads; the caller's next barrier publishes them.
-__device__ __forceinline__ void chunk_decays(const double* g, int n, float* ge, float* gtail) {
-  if (threadIdx.x < C) {
-    const int t = threadIdx.x;
-    ge[t] = expf(static_cast<float>(g[t]));
-    gtail[t] = t < n ? expf(static_cast<float>(g[n - 1] - g[t])) : 0.0f;
+// (zero from n on), by the threads whose index (tid: in the block, or v8's in its group) is below
+// C; the caller's next barrier publishes them.
+__device__ __forceinline__ void chunk_decays(const double* g, int n, float* ge, float* gtail,
+                                             int tid = static_cast<int>(threadIdx.x)) {
+  if (tid < C) {
+    ge[tid] = expf(static_cast<float>(g[tid]));
+    gtail[tid] = tid < n ? expf(static_cast<float>(g[n - 1] - g[tid])) : 0.0f;
   }
 }
 
-// decay[u] = e^{G_t - G_u} for u <= t, zero past t, between two barriers: the previous snapshot is
-// done with decay[] before, every thread sees the new one after.
+// decay[u] = e^{G_t - G_u} for u <= t, zero past t, by the threads whose index is below C.
+__device__ __forceinline__ void decays_to(const double* g, int t, float* decay,
+                                          int tid = static_cast<int>(threadIdx.x)) {
+  if (tid < C) decay[tid] = tid <= t ? expf(static_cast<float>(g[t] - g[tid])) : 0.0f;
+}
+// decays_to between two barriers: the previous snapshot is done with decay[] before, every thread
+// sees the new one after.
 __device__ __forceinline__ void snapshot_decays(const double* g, int t, float* decay) {
   __syncthreads();
-  if (threadIdx.x < C) decay[threadIdx.x] = threadIdx.x <= t ? expf(static_cast<float>(g[t] - g[threadIdx.x])) : 0.0f;
+  decays_to(g, t, decay);
   __syncthreads();
 }
 
@@ -1799,13 +1808,8 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
   constexpr int kRB = D / 64;         // the state's 16-row blocks a warp (four warps a group)
   const int srow0 = kRB * trow0;      // this warp's first state row
   float* head_out = a.state_out + (int64_t{b} * a.Hv + h) * D * D;  // snapshot slot 0 of this head
-  {
-    const float* src = a.state + b * a.state_seq + int64_t{h} * D * D;
-    for (int idx = gt; idx < D * kPairCols; idx += kPairGroup) {
-      const int cc = idx / D + g * kPairCols, i = idx % D;
-      st.set(i, cc, src[int64_t{col0 + cc} * D + i]);
-    }
-  }
+  load_state<D, kPairCols, kPairGroup>(st, a.state + b * a.state_seq + int64_t{h} * D * D, col0, false, gt,
+                                       g * kPairCols);
   const float scale = rsqrtf(static_cast<float>(D));
   const int64_t o_token = int64_t{a.Hv} * D;
   if (kStagger && g == 1) named_barrier_sync(kBarStagger, 2 * kPairGroup);
@@ -1814,10 +1818,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
     const int n = rows_in(c);
     const double* gc = gs[c & 1];
     named_barrier_sync(kBarFullA + g, kPairSignal);  // set A has landed; the group's state is written
-    if (gt < C) {
-      ge[g][gt] = expf(static_cast<float>(gc[gt]));
-      gtail[g][gt] = gt < n ? expf(static_cast<float>(gc[n - 1] - gc[gt])) : 0.0f;
-    }
+    chunk_decays(gc, n, ge[g], gtail[g], gt);
 
     // U = U' - W S, and Q S for O.
     float ws_qs[2][2][4] = {};
@@ -1851,7 +1852,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
     if (a.K > 1) {
       for (int t = first_snapshot(a, t0, n); t < n; ++t) {
         named_barrier_sync(kBarGroup + g, kPairGroup);  // the previous snapshot is done with decay
-        if (gt < C) decay[g][gt] = gt <= t ? expf(static_cast<float>(gc[t] - gc[gt])) : 0.0f;
+        decays_to(gc, t, decay[g], gt);
         named_barrier_sync(kBarGroup + g, kPairGroup);
         float* dst = head_out + (a.T - 1 - (t0 + t)) * a.slot_stride;
 #pragma unroll
@@ -1885,10 +1886,7 @@ __global__ void __launch_bounds__(kThreads + 32, 1) gdn_scan_pair(GdnArgs a, Scr
   }
   if (a.K == 1) {
     named_barrier_sync(kBarGroup + g, kPairGroup);
-    for (int idx = gt; idx < D * kPairCols; idx += kPairGroup) {
-      const int cc = idx / D + g * kPairCols, i = idx % D;
-      head_out[int64_t{col0 + cc} * D + i] = st.get(i, cc);
-    }
+    store_state<D, kPairCols, kPairGroup>(head_out, st, col0, false, gt, g * kPairCols);
   }
 }
 
