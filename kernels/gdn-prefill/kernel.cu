@@ -1,11 +1,13 @@
-// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in six variants: v1 does every
+// gdn-prefill: the chunked (WY / UT) form in two or three kernels, in ten variants: v1 does every
 // product in float32 SIMT arithmetic; v2 does the matrix products on TF32 tensor cores with the
 // 3xTF32 split (each operand a TF32 high part plus a TF32 remainder; hi*hi + hi*lo + lo*hi keeps
 // float accuracy), mma.m16n8k8 fragments straight from shared memory; v3 is v2 with the scan's
 // state tile and U kept split in shared memory (Cells<true>), two prep CTAs per SM and the K > 1
 // snapshots as tensor-core products; v4 is v3 with O taken out of the scan (below); v5 is v4 with
 // the scan's products on wgmma (sm_90a), every operand split once in shared memory; v6 is v3 with
-// prep as a persistent kernel running beside the scan (gdn_prep_alongside).
+// prep as a persistent kernel running beside the scan (gdn_prep_alongside); v7 is v4 with a
+// look-ahead scan; v8 and v9 are v3 with the scan's columns as two chains on two warp groups; v10
+// is v3 with prep folding its transform into the scan's other operands (fold_operands).
 //
 //   prep  grid (chunks, Hv, B): each chunk's own quantities, independent of the state and so all
 //         chunks at once: G (cumulative log-gates, in double), A = strictly lower
@@ -331,13 +333,29 @@ struct ChunkGates {
   }
 };
 
+// The first row of the chunk at token t0 (n rows) whose state is a snapshot (slot T - 1 - token below
+// K), or n if none is: only the last chunks have any. With a loop that tested every row of every
+// chunk, K = 8 cost v3 (32 x d128 on the H200) 55 us more than K = 1 at 1024 tokens and 185 us
+// more at 4096, in proportion to the chunks; starting at this row, 17 us more at 1024 tokens, and
+// 4096 tokens with K = 8 went from 816.4 to 660.5 us.
+__device__ __forceinline__ int first_snapshot(const GdnArgs& a, int64_t t0, int n) {
+  const int64_t first = a.T - a.K - t0;
+  return first <= 0 ? 0 : first >= n ? n : static_cast<int>(first);
+}
+
+// v10 folds a chunk (prep writes P' and W2 instead of P, W and U'; see gdn_prep) unless it holds
+// a snapshot, which needs the chunk's U itself.
+__device__ __forceinline__ bool folds(const GdnArgs& a, int64_t t0, int n) {
+  return a.K == 1 || first_snapshot(a, t0, n) == n;
+}
+
 // A[t][u] = beta_t e^{G_t - G_u} k_t.k_u (u < t) and P[t][u] = e^{G_t - G_u} q_t.k_u (u <= t), from
-// the products k_t.k_u and q_t.k_u; zero elsewhere and in rows from n on.
-__device__ __forceinline__ void store_a_p(float* as, int lda, float* p, const double* gs, const float* betas, int n,
-                                          int t, int u, float kk, float qk) {
+// the products k_t.k_u and q_t.k_u; zero elsewhere and in rows from n on. P's rows are ldp apart.
+__device__ __forceinline__ void store_a_p(float* as, int lda, float* p, int ldp, const double* gs, const float* betas,
+                                          int n, int t, int u, float kk, float qk) {
   const float decay = u <= t && t < n ? expf(static_cast<float>(gs[t] - gs[u])) : 0.0f;
   as[t * lda + u] = u < t ? betas[t] * decay * kk : 0.0f;
-  p[t * C + u] = decay * qk;
+  p[t * ldp + u] = decay * qk;
 }
 
 // One row of a forward substitution: y - at[0, t) x[0, t), with four partial sums so that the
@@ -432,15 +450,119 @@ __device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const f
   }
 }
 
-// kTwoPerSm (v3): V is loaded into Q's buffer once Q K^T is done, so that the shared memory of
-// two CTAs fits one SM and one CTA's waits overlap the other's work.
-template <int D, bool kTC, bool kTwoPerSm>
-constexpr size_t prep_smem() {
-  return sizeof(float) * ((kTwoPerSm ? 2 : 3) * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA);
+// v10 (Variant::kFolded): prep folds the chunk's transform into the scan's other operands instead
+// of writing W and U'. With T' = (I + A)^{-1} diag(beta),
+//   U = U' - W S = T' (V - diag(e^{G}) K S),
+// so prep writes P' = P T' for O and W2 = T'^T K~ for the state update, and the scan takes
+// Y = V - diag(e^{G}) K S from K and V as they come: O = scale (e^{G} Q S + P' Y) and
+// S <- e^{G_last} S + W2^T Y. The scan's chain keeps its products and barriers; prep loses V, U'
+// and the substitution's 2 D right-hand sides, and solves for T' (C columns) instead.
+
+// T' rows are kLdT floats apart: the B fragments read T' by rows (k) on 32 distinct banks.
+constexpr int kLdT = C + 8;
+
+// B fragment of rows k0.., columns col0.. of a row-major matrix (T').
+__device__ __forceinline__ Split<2> load_b_rows(const float* m, int ld, int k0, int col0, int lane) {
+  const int r = lane >> 2, q = lane & 3;
+  const float b[2] = {m[(k0 + q) * ld + col0 + r], m[(k0 + q + 4) * ld + col0 + r]};
+  return Split<2>(b);
 }
 
-template <int D, bool kTC, bool kTwoPerSm>
+// T' = (I + A)^{-1} diag(beta) into xs, in blocks of 16 rows as blocked_substitute solves: block
+// r0's rows first take diag(beta) minus A[r0.., 0..r0) T'[0..r0, ..) (a warp an 8-column tile,
+// 3xTF32), then a thread per column solves the block's own rows. T' is lower triangular, so
+// columns from r0 on need no product and columns from r0 + 16 no solve.
+template <int kLdA>
+__device__ __forceinline__ void invert_transform(float* xs, const float* as, const float* betas, int warp, int lane) {
+  static_assert(kWarps * 8 == C, "a warp an 8-column tile of T'");
+  constexpr int kB = 16;
+#pragma unroll 1
+  for (int r0 = 0; r0 < C; r0 += kB) {
+    Acc part;
+    for (int k0 = 8 * warp; k0 < r0; k0 += 8) {
+      float fa[4];
+      load_a(fa, as, kLdA, r0, k0, lane);
+      part.add(Split<4>(fa), load_b_rows(xs, kLdT, k0, 8 * warp, lane));
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = c_row(r0, lane, e), v = c_col(warp, lane, e);
+      xs[t * kLdT + v] = (t == v ? betas[t] : 0.0f) - part.sum(e);
+    }
+    __syncthreads();
+    if (threadIdx.x < r0 + kB) {
+      float* xc = xs + threadIdx.x;
+      float x[kB];
+#pragma unroll
+      for (int i = 0; i < kB; ++i) x[i] = xc[(r0 + i) * kLdT];
+#pragma unroll
+      for (int i = 0; i < kB; ++i) x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, x[i]);
+#pragma unroll
+      for (int i = 0; i < kB; ++i) xc[(r0 + i) * kLdT] = x[i];
+    }
+    __syncthreads();
+  }
+}
+
+// P' = P T' (ps: P's rows kLdA apart) to p_out and W2 = T'^T K~ (K~[t][i] = wt[t] K[t][i], ks's
+// rows kLdX apart) to w_out, both row-major (rows C and D floats apart), on tensor cores. P' is
+// lower triangular; a warp takes four of its 16 x 8 tiles in a row block and skips the k steps
+// that meet zeros of P or T'. W2 is computed transposed (rows i of K~^T), so both operands load as
+// the state update's do.
+template <int D, int kLdX, int kLdA>
+__device__ __forceinline__ void fold_operands(const float* xs, const float* ps, const float* ks, const float* wt,
+                                              float* p_out, float* w_out, int n, int warp, int lane) {
+  {
+    const int rb = warp >> 1, tile0 = 4 * (warp & 1);
+    Acc acc[4];
+    for (int k0 = 8 * tile0; k0 < 16 * rb + 16; k0 += 8) {
+      float fa[4];
+      load_a(fa, ps, kLdA, 16 * rb, k0, lane);
+      const Split<4> sa(fa);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[j].add(sa, load_b_rows(xs, kLdT, k0, 8 * (tile0 + j), lane));
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float f[4] = {acc[j].sum(0), acc[j].sum(1), acc[j].sum(2), acc[j].sum(3)};
+      store_c_scaled(p_out, C, f, 1.0f, 16 * rb, tile0 + j, C, lane);
+    }
+  }
+  constexpr int kWarpsPerBlock = kWarps / (D / 16);  // warps a 16-row block of W2^T
+  static_assert(kWarpsPerBlock >= 1 && (C / 8) % (4 * kWarpsPerBlock) == 0, "whole passes of four tiles");
+  const int i0 = 16 * (warp / kWarpsPerBlock), r = lane >> 2, q = lane & 3;
+  const int k_end = (n + 7) & ~7;  // K~ is zero from n on
+#pragma unroll 1
+  for (int tile0 = 4 * (warp % kWarpsPerBlock); tile0 < C / 8; tile0 += 4 * kWarpsPerBlock) {
+    Acc acc[4];
+    for (int k0 = 8 * tile0; k0 < k_end; k0 += 8) {
+      float fa[4];
+      fa[0] = wt[k0 + q] * ks[(k0 + q) * kLdX + i0 + r];
+      fa[1] = wt[k0 + q] * ks[(k0 + q) * kLdX + i0 + r + 8];
+      fa[2] = wt[k0 + q + 4] * ks[(k0 + q + 4) * kLdX + i0 + r];
+      fa[3] = wt[k0 + q + 4] * ks[(k0 + q + 4) * kLdX + i0 + r + 8];
+      const Split<4> sa(fa);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[j].add(sa, load_b_rows(xs, kLdT, k0, 8 * (tile0 + j), lane));
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w_out[c_col(tile0 + j, lane, e) * D + c_row(i0, lane, e)] = acc[j].sum(e);
+  }
+}
+
+// kTwoPerSm (v3): V is loaded into Q's buffer once Q K^T is done, so that the shared memory of
+// two CTAs fits one SM and one CTA's waits overlap the other's work. kFold (v10) adds T'.
+template <int D, bool kTC, bool kTwoPerSm, bool kFold = false>
+constexpr size_t prep_smem() {
+  return sizeof(float) *
+         ((kTwoPerSm ? 2 : 3) * C * Strides<D, kTC>::kX + C * Strides<D, kTC>::kA + (kFold ? C * kLdT : 0));
+}
+
+template <int D, bool kTC, bool kTwoPerSm, bool kFold = false>
 __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs a, Scratch s) {
+  static_assert(!kFold || (kTC && kTwoPerSm), "v10 builds on v3");
   using L = Strides<D, kTC>;
   const int c = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -455,6 +577,9 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   float* qs = ks + C * L::kX;                          // [C][kX]
   float* vs = kTwoPerSm ? qs : qs + C * L::kX;         // [C][kX]
   float* as = (kTwoPerSm ? qs : vs) + C * L::kX;       // [C][kA]
+  float* xs = as + C * L::kA;                          // kFold: [C][kLdT], T'
+  // kFold: this unit's P stays in shared memory, in Q's place once the products are done.
+  const bool folded = kFold && folds(a, t0, n);
   __shared__ double gs[C];
   __shared__ float betas[C], wscale[C];
 
@@ -476,10 +601,17 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   if constexpr (kTC) async_wait<1>();
   else async_wait<0>();
   __syncthreads();
-  if (threadIdx.x < C) wscale[threadIdx.x] = betas[threadIdx.x] * expf(static_cast<float>(gs[threadIdx.x]));
+  // W's row scales, or (folded) K~'s: e^{G_{n-1} - G_t}, zero from n on.
+  if (threadIdx.x < C) {
+    const int t = threadIdx.x;
+    wscale[t] = !folded ? betas[t] * expf(static_cast<float>(gs[t]))
+                : t < n ? expf(static_cast<float>(gs[n - 1] - gs[t]))
+                        : 0.0f;
+  }
 
-  float* p = s.p + unit * C * C;
-  auto store = [&](int t, int u, float kk, float qk) { store_a_p(as, L::kA, p, gs, betas, n, t, u, kk, qk); };
+  float* p = folded ? qs : s.p + unit * C * C;
+  const int ldp = folded ? L::kA : C;
+  auto store = [&](int t, int u, float kk, float qk) { store_a_p(as, L::kA, p, ldp, gs, betas, n, t, u, kk, qk); };
   if constexpr (kTC) {
     // K K^T and Q K^T: 4 x 8 tiles of 16 x 8 each, kP of them in a row per warp.
     constexpr int kP = 32 / kWarps;
@@ -509,6 +641,7 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
     async_wait<0>();  // the second half (and V without kTwoPerSm)
     __syncthreads();
     products(k_end / 2, k_end);
+    if (folded) __syncthreads();  // every warp is done reading Q
 #pragma unroll
     for (int j = 0; j < kP; ++j)
 #pragma unroll
@@ -530,7 +663,7 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   if (threadIdx.x < C) s.g[unit * C + threadIdx.x] = gs[threadIdx.x];
   // Before the scan, which starts after prep.
   if (s.ready != nullptr && threadIdx.x < D / kTileV) s.ready[unit * (D / kTileV) + threadIdx.x] = 0;
-  if constexpr (kTwoPerSm) {
+  if (kTwoPerSm && !folded) {
     __syncthreads();  // every warp is done with Q
     load_rows_async<D>(vs, L::kX, v_rows, a.v_token, n);
     async_commit();
@@ -539,6 +672,11 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   __syncthreads();
 
   if constexpr (kTC) {
+    if (folded) {
+      invert_transform<L::kA>(xs, as, betas, warp, lane);
+      fold_operands<D, L::kX, L::kA>(xs, qs, ks, wscale, s.p + unit * C * C, s.w + unit * C * D, n, warp, lane);
+      return;
+    }
     blocked_substitute<D, L::kX, L::kA>(ks, vs, as, wscale, betas, s.w + unit * C * D, s.u + unit * C * D, n, warp,
                                         lane);
     return;
@@ -600,7 +738,7 @@ __device__ __forceinline__ void prep_tiles(int warp, Acc (&kk)[kPrepTiles], Acc 
     for (int j = 0; j < r.count; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        store_a_p(as, kPrepLdA, p, gs, betas, n, c_row(16 * r.rb, lane, e), c_col(r.j0 + j, lane, e), kk[j].sum(e),
+        store_a_p(as, kPrepLdA, p, C, gs, betas, n, c_row(16 * r.rb, lane, e), c_col(r.j0 + j, lane, e), kk[j].sum(e),
                   qk[j].sum(e));
   } else {
 #pragma unroll
@@ -734,24 +872,16 @@ __device__ __forceinline__ void store_rows(float* dst, const Tile& m, int rows) 
   }
 }
 
-// The first row of the chunk at token t0 (n rows) whose state is a snapshot (slot T - 1 - token below
-// K), or n if none is: only the last chunks have any. With a loop that tested every row of every
-// chunk, K = 8 cost v3 (32 x d128 on the H200) 55 us more than K = 1 at 1024 tokens and 185 us
-// more at 4096, in proportion to the chunks; starting at this row, 17 us more at 1024 tokens, and
-// 4096 tokens with K = 8 went from 816.4 to 660.5 us.
-__device__ __forceinline__ int first_snapshot(const GdnArgs& a, int64_t t0, int n) {
-  const int64_t first = a.T - a.K - t0;
-  return first <= 0 ? 0 : first >= n ? n : static_cast<int>(first);
-}
 
 // A chunk's decays from its log-gates g (n rows): ge[t] = e^{G_t} and gtail[t] = e^{G_{n-1} - G_t}
-// (zero from n on), by the threads whose index (tid: in the block, or v8's in its group) is below
-// C; the caller's next barrier publishes them.
+// (zero from n on; with `folded` one below n, as v10's W2 holds the decays), by the threads whose
+// index (tid: in the block, or v8's in its group) is below C; the caller's next barrier publishes
+// them.
 __device__ __forceinline__ void chunk_decays(const double* g, int n, float* ge, float* gtail,
-                                             int tid = static_cast<int>(threadIdx.x)) {
+                                             int tid = static_cast<int>(threadIdx.x), bool folded = false) {
   if (tid < C) {
     ge[tid] = expf(static_cast<float>(g[tid]));
-    gtail[tid] = tid < n ? expf(static_cast<float>(g[n - 1] - g[tid])) : 0.0f;
+    gtail[tid] = tid < n ? (folded ? 1.0f : expf(static_cast<float>(g[n - 1] - g[tid]))) : 0.0f;
   }
 }
 
@@ -847,7 +977,8 @@ __device__ __forceinline__ void write_snapshot(float* dst, float ge_t, const flo
 
 // Two CTAs an SM's worth of registers (128 a thread) for v4, whose CTAs pair up, and for v6, whose
 // CTA shares the SM with a prep CTA of the same size (121 used, no spills, against 165 uncapped).
-template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false>
+// kFold (v10): v3 on folded chunks (see fold_operands): K in W's buffer, V in U''s and W2 in K's.
+template <int D, bool kTC, bool kSplit, bool kApart, bool kAlongside = false, bool kFold = false>
 __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart || kAlongside ? 2 : 1)
     gdn_scan(GdnArgs a, Scratch s) {
   constexpr int kCols = kScanCols<kApart>;
@@ -855,6 +986,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
   static_assert(kTC || kCols == 32, "v1 gives each lane a column");
   static_assert(!kApart || kSplit, "v4 builds on v3");
   static_assert(!kAlongside || (kSplit && !kApart), "v6 is v3 with prep alongside");
+  static_assert(!kFold || (kSplit && !kApart && !kAlongside), "v10 builds on v3");
   using L = Strides<D, kTC, kCols>;
   constexpr int kRowsT = C / kWarps;  // chunk rows per warp
   constexpr int kRowsI = D / kWarps;  // state rows per warp
@@ -891,6 +1023,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
 
   const float* kb = a.k + bqk * a.k_seq + hk * a.k_head;
   const float* qb = a.q + bqk * a.q_seq + hk * a.q_head;
+  const float* vb = a.v + b * a.v_seq + h * a.v_head + col0;  // v10's V
   float* head_out = a.state_out + (int64_t{b} * a.Hv + h) * D * D;  // snapshot slot 0 of this head
   const int64_t unit0 = (int64_t{b} * a.Hv + h) * s.chunks;
   auto rows_in = [&](int64_t c) { return static_cast<int>(a.T - c * C < C ? a.T - c * C : C); };
@@ -899,11 +1032,18 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
   // index among them; the caller commits.
   using All = std::integral_constant<int, kThreads>;
   using Lanes = std::integral_constant<int, 32>;
+  auto folded_at = [&](int64_t c) { return kFold && folds(a, c * C, rows_in(c)); };
   auto copy_w = [&](int64_t c, auto nt, int tid) {
-    load_rows_async<D, decltype(nt)::value>(ws, L::kX, s.w + (unit0 + c) * C * D, D, rows_in(c), tid);
+    if (folded_at(c))
+      load_rows_async<D, decltype(nt)::value>(ws, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), tid);
+    else
+      load_rows_async<D, decltype(nt)::value>(ws, L::kX, s.w + (unit0 + c) * C * D, D, rows_in(c), tid);
   };
   auto copy_u = [&](int64_t c, auto nt, int tid) {
-    load_rows_async<kCols, decltype(nt)::value>(up, L::kS, s.u + (unit0 + c) * C * D + col0, D, rows_in(c), tid);
+    if (folded_at(c))
+      load_rows_async<kCols, decltype(nt)::value>(up, L::kS, vb + c * C * a.v_token, a.v_token, rows_in(c), tid);
+    else
+      load_rows_async<kCols, decltype(nt)::value>(up, L::kS, s.u + (unit0 + c) * C * D + col0, D, rows_in(c), tid);
   };
   auto copy_g = [&](int64_t c, auto nt, int tid) {
     for (int i = tid; i < C / 2; i += decltype(nt)::value) copy_async_16(&gs[c & 1][2 * i], s.g + (unit0 + c) * C + 2 * i);
@@ -915,7 +1055,10 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     load_rows_async<C, decltype(nt)::value>(ps, L::kA, s.p + (unit0 + c) * C * C, C, C, tid);
   };
   auto copy_k = [&](int64_t c, auto nt, int tid) {
-    load_rows_async<D, decltype(nt)::value>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), tid);
+    if (folded_at(c))
+      load_rows_async<D, decltype(nt)::value>(kx, L::kX, s.w + (unit0 + c) * C * D, D, rows_in(c), tid);
+    else
+      load_rows_async<D, decltype(nt)::value>(kx, L::kX, kb + c * C * a.k_token, a.k_token, rows_in(c), tid);
   };
 
   // Without kProducer: three groups of copies per chunk, each issued by every thread as soon as its
@@ -996,6 +1139,7 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
     const int64_t t0 = c * C;
     const int n = rows_in(c);
     const double* g = gs[c & 1];
+    const bool folded = folded_at(c);
     // W, U', G of this chunk (kProducer: and Q, whose Q S goes with W S; P comes before O).
     if constexpr (kProd) {
       if (producer) async_wait<0>();
@@ -1003,13 +1147,13 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
       async_wait<(kTC && !kApart) ? 1 : 2>();
     }
     __syncthreads();  // ... for every thread; the previous chunk is done with ge, gtail, decay
-    chunk_decays(g, n, ge, gtail);
+    chunk_decays(g, n, ge, gtail, static_cast<int>(threadIdx.x), folded);
     if constexpr (kApart) {
       // The state this chunk starts from, for gdn_out.
       store_rows<D, kCols>(s.states + (unit0 + c) * D * D + col0, st, D);
     }
 
-    // U = U' - W S (v2, v3: with Q S for O).
+    // U = U' - W S (v2, v3: with Q S for O); folded, Y = V - e^{G} K S in its place.
     [[maybe_unused]] float qs_acc[kN][4] = {};
     if constexpr (kTC) {
       float acc[kN][4] = {};
@@ -1058,8 +1202,8 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart, kAlongside>, kApart 
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
           const int t = c_row(trow0, lane, e), cc = c_col(tcol0 + j, lane, e);
-          const float u0 = t < n ? up[t * L::kS + cc] - acc[j][e] : 0.0f;
-          const float u1 = t < n ? up[t * L::kS + cc + 1] - acc[j][e + 1] : 0.0f;
+          const float u0 = t < n ? up[t * L::kS + cc] - (folded ? ge[t] * acc[j][e] : acc[j][e]) : 0.0f;
+          const float u1 = t < n ? up[t * L::kS + cc + 1] - (folded ? ge[t] * acc[j][e + 1] : acc[j][e + 1]) : 0.0f;
           us.set_pair(t, cc, u0, u1);
           if (kApart && t < n) *reinterpret_cast<float2*>(u_out + t * D + cc) = float2{u0, u1};
         }
@@ -1902,11 +2046,11 @@ cudaError_t start(Kernel* kernel, dim3 grid, size_t bytes, std::atomic<uint64_t>
   return e == cudaSuccess ? cudaGetLastError() : e;
 }
 
-template <int D, bool kTC, bool kSplit>
+template <int D, bool kTC, bool kSplit, bool kFold = false>
 cudaError_t start_prep(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   static std::atomic<uint64_t> ready{0};
-  return start(gdn_prep<D, kTC, kSplit>, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B), prep_smem<D, kTC, kSplit>(),
-               ready, stream, a, s);
+  return start(gdn_prep<D, kTC, kSplit, kFold>, dim3(static_cast<unsigned>(s.chunks), a.Hv, a.B),
+               prep_smem<D, kTC, kSplit, kFold>(), ready, stream, a, s);
 }
 
 // The output kernel of v4 and v5, started early (it waits for the scan chunk by chunk).
@@ -1917,13 +2061,13 @@ cudaError_t start_out(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
                      out_smem<D>(), ready, stream, a, s);
 }
 
-template <int D, bool kTC, bool kSplit, bool kApart = false>
+template <int D, bool kTC, bool kSplit, bool kApart = false, bool kFold = false>
 cudaError_t launch(const GdnArgs& a, const Scratch& s, cudaStream_t stream) {
   static std::atomic<uint64_t> scan_ready{0};
-  cudaError_t e = start_prep<D, kTC, kSplit>(a, s, stream);
+  cudaError_t e = start_prep<D, kTC, kSplit, kFold>(a, s, stream);
   if (e == cudaSuccess)
-    e = start(gdn_scan<D, kTC, kSplit, kApart>, dim3(D / kScanCols<kApart>, a.Hv, a.B), scan_smem<D, kTC, kSplit, kApart>(),
-              scan_ready, stream, a, s, kScanThreads<kTC, kApart, false>);
+    e = start(gdn_scan<D, kTC, kSplit, kApart, false, kFold>, dim3(D / kScanCols<kApart>, a.Hv, a.B),
+              scan_smem<D, kTC, kSplit, kApart>(), scan_ready, stream, a, s, kScanThreads<kTC, kApart, false>);
   if constexpr (kApart)
     if (e == cudaSuccess) e = start_out<D, kTileV / kTileV4>(a, s, stream);
   return e;
@@ -2024,6 +2168,9 @@ cudaError_t gdn_prefill(const GdnArgs& a, void* scratch, cudaStream_t stream, Va
       return a.S == 128 ? launch_pair<128, false>(a, s, stream) : launch_pair<64, false>(a, s, stream);
     case Variant::kPairChainsStaggered:
       return a.S == 128 ? launch_pair<128, true>(a, s, stream) : launch_pair<64, true>(a, s, stream);
+    case Variant::kFolded:
+      return a.S == 128 ? launch<128, true, true, false, true>(a, s, stream)
+                        : launch<64, true, true, false, true>(a, s, stream);
     case Variant::kSimt:
       break;
   }

@@ -44,11 +44,13 @@ enum class Variant {
   kPairChains,        // v8: v3 with the scan's 32 columns as two chains of 16 on two warp groups
                       // with barriers of their own (program.md, idea 8)
   kPairChainsStaggered,  // v9: v8 with the second group started a phase after the first
+  kFolded,            // v10: v3 with prep folding its transform into P and the state update's
+                      // operand, so that it writes neither W nor U' and the scan reads K and V
 };
 constexpr Variant kVariants[] = {Variant::kSimt,          Variant::kTensorCores, Variant::kTensorCoresSplit,
                                  Variant::kOutputApart,   Variant::kWgmma,       Variant::kPrepAlongside,
                                  Variant::kLookAhead,     Variant::kPairChains,
-                                 Variant::kPairChainsStaggered};
+                                 Variant::kPairChainsStaggered, Variant::kFolded};
 inline const char* variant_name(Variant v) {
   switch (v) {
     case Variant::kSimt: return "v1";
@@ -60,6 +62,7 @@ inline const char* variant_name(Variant v) {
     case Variant::kLookAhead: return "v7";
     case Variant::kPairChains: return "v8";
     case Variant::kPairChainsStaggered: return "v9";
+    case Variant::kFolded: return "v10";
   }
   return "?";
 }
