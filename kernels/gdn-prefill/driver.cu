@@ -12,7 +12,7 @@
 // Every variant (kernel.cuh's kVariants) is checked and timed; case names start with its name
 // (v1/ .. v5/).
 //
-//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1..v9] [--reps N] [--no-engine]
+//   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1..v10] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
 
 #include <algorithm>
