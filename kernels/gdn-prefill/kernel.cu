@@ -388,6 +388,25 @@ __device__ __forceinline__ void forward_substitute(float (&x)[C], const float* a
   for (int t = 0; t < C; ++t) x[t] = substitute_row<kLdA>(as + t * kLdA, x, t, scale[t] * x[t]);
 }
 
+// The kB rows from r0 of a column of X (xc, rows ld apart) solved in place against A's diagonal
+// block at r0, and (kOut) those below n stored to out (rows out_ld apart). Loads, solve, stores
+// apart: with a store between them the compiler could not move the next row's loads of A ahead
+// (as and xc may alias, as far as it knows).
+template <int kLdA, int kB, bool kOut>
+__device__ __forceinline__ void solve_block_column(float* xc, int ld, const float* as, int r0, float* out = nullptr,
+                                                   int out_ld = 0, int n = 0) {
+  float x[kB];
+#pragma unroll
+  for (int i = 0; i < kB; ++i) x[i] = xc[(r0 + i) * ld];
+#pragma unroll
+  for (int i = 0; i < kB; ++i) x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, x[i]);
+#pragma unroll
+  for (int i = 0; i < kB; ++i) {
+    xc[(r0 + i) * ld] = x[i];
+    if (kOut && r0 + i < n) out[(r0 + i) * out_ld] = x[i];
+  }
+}
+
 // (I + A) X = diag(scale) R for W (R = K in ks, scale wscale) and U' (R = V in vs, scale betas)
 // together, X over R in shared memory and out to w_out / u_out, in blocks of 16 rows: block b's
 // rows first take R_b scaled minus A[b][0, 16b) X[0, 16b) as a 3xTF32 product (the warps over
@@ -431,20 +450,8 @@ __device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const f
     // The block's own rows, a column a thread.
     if (threadIdx.x < 2 * D) {
       const int col = threadIdx.x % D;
-      float* xc = (threadIdx.x < D ? ks : vs) + col;
-      float* out = (threadIdx.x < D ? w_out : u_out) + col;
-      // Loads, solve, stores apart: with a store between them the compiler could not move the
-      // next row's loads of A ahead (as and xc may alias, as far as it knows).
-      float x[kB];
-#pragma unroll
-      for (int i = 0; i < kB; ++i) x[i] = xc[(r0 + i) * kLdX];
-#pragma unroll
-      for (int i = 0; i < kB; ++i) x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, x[i]);
-#pragma unroll
-      for (int i = 0; i < kB; ++i) {
-        xc[(r0 + i) * kLdX] = x[i];
-        if (r0 + i < n) out[(r0 + i) * D] = x[i];
-      }
+      solve_block_column<kLdA, kB, true>((threadIdx.x < D ? ks : vs) + col, kLdX, as, r0,
+                                         (threadIdx.x < D ? w_out : u_out) + col, D, n);
     }
     __syncthreads();  // X's block is there for the next blocks' products
   }
@@ -461,11 +468,23 @@ __device__ __forceinline__ void blocked_substitute(float* ks, float* vs, const f
 // T' rows are kLdT floats apart: the B fragments read T' by rows (k) on 32 distinct banks.
 constexpr int kLdT = C + 8;
 
-// B fragment of rows k0.., columns col0.. of a row-major matrix (T').
-__device__ __forceinline__ Split<2> load_b_rows(const float* m, int ld, int k0, int col0, int lane) {
+// acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]: the
+// D x kCols state's tiles of 16 x 8, kN of them in a row per warp from (srow0, scol0).
+template <int kLdK, class U, int kN>
+__device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, const float* kx, const U& us,
+                                            int srow0, int scol0, int k_end, int lane) {
   const int r = lane >> 2, q = lane & 3;
-  const float b[2] = {m[(k0 + q) * ld + col0 + r], m[(k0 + q + 4) * ld + col0 + r]};
-  return Split<2>(b);
+#pragma unroll 4
+  for (int k0 = 0; k0 < k_end; k0 += 8) {
+    float fa[4];
+    fa[0] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r];
+    fa[1] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r + 8];
+    fa[2] = w[k0 + q + 4] * kx[(k0 + q + 4) * kLdK + srow0 + r];
+    fa[3] = w[k0 + q + 4] * kx[(k0 + q + 4) * kLdK + srow0 + r + 8];
+    const Split<4> sa(fa);
+#pragma unroll
+    for (int j = 0; j < kN; ++j) acc[j].add(sa, us.load_b(k0, 8 * (scol0 + j), lane));
+  }
 }
 
 // T' = (I + A)^{-1} diag(beta) into xs, in blocks of 16 rows as blocked_substitute solves: block
@@ -476,13 +495,14 @@ template <int kLdA>
 __device__ __forceinline__ void invert_transform(float* xs, const float* as, const float* betas, int warp, int lane) {
   static_assert(kWarps * 8 == C, "a warp an 8-column tile of T'");
   constexpr int kB = 16;
+  const Cells<false> x{xs, kLdT};
 #pragma unroll 1
   for (int r0 = 0; r0 < C; r0 += kB) {
     Acc part;
     for (int k0 = 8 * warp; k0 < r0; k0 += 8) {
       float fa[4];
       load_a(fa, as, kLdA, r0, k0, lane);
-      part.add(Split<4>(fa), load_b_rows(xs, kLdT, k0, 8 * warp, lane));
+      part.add(Split<4>(fa), x.load_b(k0, 8 * warp, lane));
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -490,16 +510,7 @@ __device__ __forceinline__ void invert_transform(float* xs, const float* as, con
       xs[t * kLdT + v] = (t == v ? betas[t] : 0.0f) - part.sum(e);
     }
     __syncthreads();
-    if (threadIdx.x < r0 + kB) {
-      float* xc = xs + threadIdx.x;
-      float x[kB];
-#pragma unroll
-      for (int i = 0; i < kB; ++i) x[i] = xc[(r0 + i) * kLdT];
-#pragma unroll
-      for (int i = 0; i < kB; ++i) x[i] = substitute_row<kLdA>(as + (r0 + i) * kLdA + r0, x, i, x[i]);
-#pragma unroll
-      for (int i = 0; i < kB; ++i) xc[(r0 + i) * kLdT] = x[i];
-    }
+    if (threadIdx.x < r0 + kB) solve_block_column<kLdA, kB, false>(xs + threadIdx.x, kLdT, as, r0);
     __syncthreads();
   }
 }
@@ -507,11 +518,12 @@ __device__ __forceinline__ void invert_transform(float* xs, const float* as, con
 // P' = P T' (ps: P's rows kLdA apart) to p_out and W2 = T'^T K~ (K~[t][i] = wt[t] K[t][i], ks's
 // rows kLdX apart) to w_out, both row-major (rows C and D floats apart), on tensor cores. P' is
 // lower triangular; a warp takes four of its 16 x 8 tiles in a row block and skips the k steps
-// that meet zeros of P or T'. W2 is computed transposed (rows i of K~^T), so both operands load as
-// the state update's do.
+// that meet zeros of P or T'. W2 is computed transposed (rows i of K~^T) by the state update's
+// product.
 template <int D, int kLdX, int kLdA>
-__device__ __forceinline__ void fold_operands(const float* xs, const float* ps, const float* ks, const float* wt,
-                                              float* p_out, float* w_out, int n, int warp, int lane) {
+__device__ __forceinline__ void fold_operands(float* xs, const float* ps, const float* ks, const float* wt,
+                                              float* p_out, float* w_out, int warp, int lane) {
+  const Cells<false> x{xs, kLdT};
   {
     const int rb = warp >> 1, tile0 = 4 * (warp & 1);
     Acc acc[4];
@@ -520,7 +532,7 @@ __device__ __forceinline__ void fold_operands(const float* xs, const float* ps, 
       load_a(fa, ps, kLdA, 16 * rb, k0, lane);
       const Split<4> sa(fa);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[j].add(sa, load_b_rows(xs, kLdT, k0, 8 * (tile0 + j), lane));
+      for (int j = 0; j < 4; ++j) acc[j].add(sa, x.load_b(k0, 8 * (tile0 + j), lane));
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -530,21 +542,12 @@ __device__ __forceinline__ void fold_operands(const float* xs, const float* ps, 
   }
   constexpr int kWarpsPerBlock = kWarps / (D / 16);  // warps a 16-row block of W2^T
   static_assert(kWarpsPerBlock >= 1 && (C / 8) % (4 * kWarpsPerBlock) == 0, "whole passes of four tiles");
-  const int i0 = 16 * (warp / kWarpsPerBlock), r = lane >> 2, q = lane & 3;
-  const int k_end = (n + 7) & ~7;  // K~ is zero from n on
+  const int i0 = 16 * (warp / kWarpsPerBlock);
 #pragma unroll 1
   for (int tile0 = 4 * (warp % kWarpsPerBlock); tile0 < C / 8; tile0 += 4 * kWarpsPerBlock) {
     Acc acc[4];
-    for (int k0 = 8 * tile0; k0 < k_end; k0 += 8) {
-      float fa[4];
-      fa[0] = wt[k0 + q] * ks[(k0 + q) * kLdX + i0 + r];
-      fa[1] = wt[k0 + q] * ks[(k0 + q) * kLdX + i0 + r + 8];
-      fa[2] = wt[k0 + q + 4] * ks[(k0 + q + 4) * kLdX + i0 + r];
-      fa[3] = wt[k0 + q + 4] * ks[(k0 + q + 4) * kLdX + i0 + r + 8];
-      const Split<4> sa(fa);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) acc[j].add(sa, load_b_rows(xs, kLdT, k0, 8 * (tile0 + j), lane));
-    }
+    // All rows: T' is zero above its diagonal, and K~ from n on.
+    rank_update<kLdX>(acc, wt, ks, x, i0, tile0, C, lane);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -674,7 +677,7 @@ __global__ void __launch_bounds__(kThreads, kTwoPerSm ? 2 : 1) gdn_prep(GdnArgs 
   if constexpr (kTC) {
     if (folded) {
       invert_transform<L::kA>(xs, as, betas, warp, lane);
-      fold_operands<D, L::kX, L::kA>(xs, qs, ks, wscale, s.p + unit * C * C, s.w + unit * C * D, n, warp, lane);
+      fold_operands<D, L::kX, L::kA>(xs, qs, ks, wscale, s.p + unit * C * C, s.w + unit * C * D, warp, lane);
       return;
     }
     blocked_substitute<D, L::kX, L::kA>(ks, vs, as, wscale, betas, s.w + unit * C * D, s.u + unit * C * D, n, warp,
@@ -936,25 +939,6 @@ constexpr size_t scan_smem() {
       kSplit ? sizeof(float2) * (D + C) * kSplitLd<kCols> : sizeof(float) * (D + C) * L::kS;
   const size_t swap = kHalvesK<kTC, kApart, kAlongside> ? sizeof(float) * kThreads * kSwapFloats : 0;
   return kept + swap + sizeof(float) * (C * L::kS + (kApart ? 2 : 3) * C * L::kX + (kApart ? 0 : C * L::kA));
-}
-
-// acc[j] += K~^T U over the chunk rows below k_end (a multiple of 8), K~[u][i] = w[u] K[u][i]: the
-// D x kCols state's tiles of 16 x 8, kN of them in a row per warp from (srow0, scol0).
-template <int kLdK, class U, int kN>
-__device__ __forceinline__ void rank_update(Acc (&acc)[kN], const float* w, const float* kx, const U& us,
-                                            int srow0, int scol0, int k_end, int lane) {
-  const int r = lane >> 2, q = lane & 3;
-#pragma unroll 4
-  for (int k0 = 0; k0 < k_end; k0 += 8) {
-    float fa[4];
-    fa[0] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r];
-    fa[1] = w[k0 + q] * kx[(k0 + q) * kLdK + srow0 + r + 8];
-    fa[2] = w[k0 + q + 4] * kx[(k0 + q + 4) * kLdK + srow0 + r];
-    fa[3] = w[k0 + q + 4] * kx[(k0 + q + 4) * kLdK + srow0 + r + 8];
-    const Split<4> sa(fa);
-#pragma unroll
-    for (int j = 0; j < kN; ++j) acc[j].add(sa, us.load_b(k0, 8 * (scol0 + j), lane));
-  }
 }
 
 // Snapshot S_t = e^{G_t} S + K~^T U of a split state (v3, v4, v6, v7), with decay[u] the decays to
