@@ -35,7 +35,8 @@
 #                                    (gemv-q4_0 auto); both, or the one named
 #   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
 #                                    ubatches) and llama-bench on the same file
-#   scripts/gpu_session.sh tune-hybrid  1bit tune on the hybrid (the gdn-prefill switch)
+#   scripts/gpu_session.sh tune-hybrid  1bit tune on the 9B hybrid (the gdn-prefill switch, =2 and =3)
+#                                       and on the 16-head one (=4 and =auto against the recipes)
 #   scripts/gpu_session.sh decode    tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
@@ -51,8 +52,8 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode}
-hybrid=/tmp/qwen35-9b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
+stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode}
+hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
   local vocab=/tmp/onebit-vocab
@@ -168,10 +169,12 @@ case $stage in
     case $part in all | gdn | gemv) ;; *) echo "usage: gpu_session.sh e2e [gdn|gemv]" >&2; exit 2 ;; esac
     logs=()
     if [ "$part" != gemv ]; then
-      synth_models qwen35-9b:$hybrid
-      for switch in "" ONEBIT_GDN_PREFILL=3 ONEBIT_GDN_PREFILL=4; do
-        echo "== ${switch:-no switch}: pp2048 on the hybrid"
-        env $switch "$bin/llama-bench" -m "$hybrid" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
+      synth_models qwen35-9b:$hybrid qwen35-2b:$hybrid_small
+      for model in "$hybrid" "$hybrid_small"; do
+        for switch in "" ONEBIT_GDN_PREFILL=3 ONEBIT_GDN_PREFILL=4 ONEBIT_GDN_PREFILL=auto; do
+          echo "== ${switch:-no switch}: pp2048 on ${model##*/}"
+          env $switch "$bin/llama-bench" -m "$model" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
+        done
       done >"$out/e2e-gdn.md" 2>&1
       logs+=("$out/e2e-gdn.md")
     fi
@@ -203,6 +206,13 @@ case $stage in
       --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
     cat "$out/tune-hybrid.txt"
     ;;
+  tune-hybrid-small)
+    synth_models qwen35-2b:$hybrid_small
+    "$bin/1bit" tune -m "$hybrid_small" --try "ONEBIT_GDN_PREFILL=4" --try "ONEBIT_GDN_PREFILL=auto" --metric prompt \
+      "${bench_opts[@]}" --json "$out/tune-hybrid-small.json" >"$out/tune-hybrid-small.txt" 2>"$out/tune-hybrid-small.err" || true
+    cat "$out/tune-hybrid-small.txt"
+    tail -n 2 "$out/tune-hybrid-small.err"
+    ;;
   spec)
     synth_models llama3-8b:$llama llama3.2-1b:$draft
     spec="--draft $draft --draft-max 7 --no-recipes"
@@ -232,7 +242,7 @@ case $stage in
     wc -l "$out"/ncu-decode-*.csv
     ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|spec|decode" >&2
+    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode" >&2
     exit 2
     ;;
 esac

@@ -206,6 +206,10 @@ const std::vector<SynthShape>& synth_shapes() {
        .n_head_kv = 4, .head_dim = 256, .n_ff = 12288, .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128,
        .ssm_groups = 16, .ssm_heads = 32, .n_rot = 64,
        .note = "a Qwen3.5-style hybrid of about 9B: 3 gated delta-net layers to 1 attention layer"},
+      {.name = "qwen35-2b", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 2048, .n_layer = 24, .n_head = 8,
+       .n_head_kv = 2, .head_dim = 256, .n_ff = 6144, .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128,
+       .ssm_groups = 16, .ssm_heads = 16, .n_rot = 64,
+       .note = "a smaller Qwen3.5-style hybrid: 16 delta-net heads (qwen35-9b has 32)"},
   };
   return shapes;
 }

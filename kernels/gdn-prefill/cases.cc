@@ -42,6 +42,10 @@ const std::vector<Shape>& shapes() {
       make(128, 48, 16, 4096, 1, 8, true),
       make(64, 32, 32, 1024, 1, 1, true),
       make(128, 4, 4, 1024, 1, 1, true),
+      // Fewer heads than SMs' worth of v3 scan CTAs: where v3 and v4 trade places (auto_variant).
+      make(128, 8, 8, 1024, 1, 1, true),
+      make(128, 16, 16, 1024, 1, 1, true),
+      make(128, 24, 24, 1024, 1, 1, true),
       make(128, 32, 32, 512, 4, 8, true),
   };
   return all;

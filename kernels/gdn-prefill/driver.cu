@@ -9,6 +9,8 @@
 //   wall_ms: <case> <sorted times>              per timed case (--bench-mode)
 //   case_ms: <case> <median>
 //   engine_ms: <case> <median> ... engine / <variant> <ratio>
+//   auto: <case> <variant> (...)                which of v3 and v4 auto_variant picks on this GPU,
+//                                               and whether it is the faster (both timed)
 // Every variant (kernel.cuh's kVariants) is checked and timed; case names start with its name
 // (v1/ .. v5/).
 //
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
   bool all_close = true;
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, kFlushBytes), "cudaMalloc flush");
+  int sm_count = 0;
+  check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0), "SM count");
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -166,6 +170,17 @@ int main(int argc, char** argv) {
         const double flops = 2.0 * 3.0 * s.T * s.B * s.Hv * static_cast<double>(s.S) * s.S;  // the recurrence's work
         std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", vname.c_str(), med, med * 1e3,
                     flops / (med * 1e-3) / 1e12);
+      }
+      double v3_ms = 0, v4_ms = 0;
+      for (const auto& [var, ms] : variant_ms) {
+        if (var == Variant::kTensorCoresSplit) v3_ms = ms;
+        if (var == Variant::kOutputApart) v4_ms = ms;
+      }
+      if (v3_ms > 0 && v4_ms > 0) {
+        const Variant pick = auto_variant(d.args, sm_count);
+        const bool faster = (pick == Variant::kOutputApart) == (v4_ms < v3_ms);
+        std::printf("auto: %s %s (v3 %.1f us, v4 %.1f us: the %s)\n", name.c_str(), variant_name(pick), v3_ms * 1e3,
+                    v4_ms * 1e3, faster ? "faster" : "slower");
       }
 #ifndef KERNELS_NO_ENGINE
       if (o.engine && !variant_ms.empty()) {

@@ -67,6 +67,17 @@ inline const char* variant_name(Variant v) {
   return "?";
 }
 
+// The variant ONEBIT_GDN_PREFILL=auto runs on a GPU of sm_count SMs: v4 where v3's scan (a CTA for
+// every 32 value columns of each head and sequence, one an SM) would leave half of the SMs or more
+// without one, v3 elsewhere. v4's scan CTAs take 16 columns, two an SM, and its output kernel
+// runs beside them: with SMs to spare that wins; with the SMs full, v3's single pass does. On the
+// H200 (132 SMs) at 1024 tokens (program.md, fifteenth session): v4 faster with 16, 32 and 64 v3
+// CTAs (4, 8, 16 heads at d128; 32 heads at d64), v3 with 96 and more (24, 32, 48 heads at d128).
+inline Variant auto_variant(const GdnArgs& a, int sm_count) {
+  const int64_t v3_ctas = int64_t{a.B} * a.Hv * (a.S / 32);
+  return 2 * v3_ctas <= sm_count ? Variant::kOutputApart : Variant::kTensorCoresSplit;
+}
+
 // Device scratch a variant needs for these arguments (per-chunk W, U', P and log-gates; v4, v5 and
 // v7 also each chunk's starting state; v6 a ready flag per chunk; v7 each chunk's M).
 size_t gdn_prefill_scratch_bytes(const GdnArgs& a, Variant v);
