@@ -46,6 +46,7 @@ const std::vector<Shape>& shapes() {
       make(128, 8, 8, 1024, 1, 1, true),
       make(128, 16, 16, 1024, 1, 1, true),
       make(128, 24, 24, 1024, 1, 1, true),
+      make(128, 16, 16, 512, 1, 1, true),  // the engine's default ubatch
       make(128, 32, 32, 512, 4, 8, true),
   };
   return all;
