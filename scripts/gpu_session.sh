@@ -30,13 +30,15 @@
 #                                    engine_ms lines are then our kernels inside the engine
 #   scripts/gpu_session.sh e2e [gdn|gemv]
 #                                    llama-bench with the engine switches off and on, on
-#                                    synthetic real-size models: pp2048 on a Qwen3.5-style hybrid
-#                                    (gdn-prefill v3, v4), pp4-pp8 and tg128 on Llama 3 8B Q4_0
-#                                    (gemv-q4_0 auto); both, or the one named
+#                                    synthetic real-size models: pp2048 on the Qwen3.5-style 9B and
+#                                    2B hybrids (gdn-prefill v3, v4, auto), pp4-pp8 and tg128 on
+#                                    Llama 3 8B Q4_0 (gemv-q4_0 auto); both, or the one named
 #   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
 #                                    ubatches) and llama-bench on the same file
 #   scripts/gpu_session.sh tune-hybrid  1bit tune on the 9B hybrid (the gdn-prefill switch, =2 and =3)
-#                                       and on the 16-head one (=4 and =auto against the recipes)
+#   scripts/gpu_session.sh tune-hybrid-small
+#                                    1bit tune on the 16-head 2B hybrid (=4 and =auto against the
+#                                    built-in recipe's =3)
 #   scripts/gpu_session.sh decode    tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute

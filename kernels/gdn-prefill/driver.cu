@@ -12,7 +12,7 @@
 //   auto: <case> <variant> (...)                which of v3 and v4 auto_variant picks on this GPU,
 //                                               and whether it is the faster (both timed)
 // Every variant (kernel.cuh's kVariants) is checked and timed; case names start with its name
-// (v1/ .. v5/).
+// (v1/ .. v10/).
 //
 //   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1..v10] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
