@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The engine's repacked CPU weights (AMX on CPUs that have it, the AVX repacks elsewhere) compute
-# what the plain CPU path computes: perplexity of the shipped model on a text of ours, with
-# repacking on and off, must both finish and agree to 0.5%. On an AMX machine with the engine
-# built by GCC 12 the repacked run crashed in ldtilecfg until patches/llama.cpp/0005.
+# what the plain CPU path computes: perplexity of the shipped model on a fixed text (a license
+# the repository ships), with repacking on and off, must both finish and agree to 1%. On an AMX
+# machine with the engine built by GCC 12 the repacked run crashed in ldtilecfg until
+# patches/llama.cpp/0005.
 #
 #   engine_cpu_repack_test.sh ENGINE_PREFIX MODEL TEXT
 set -euo pipefail
@@ -22,5 +23,5 @@ off=$(ppl --no-repack)
 [ -n "$on" ] && [ -n "$off" ] || fail "no perplexity in the engine's output"
 amx=$(grep -o 'AMX_INT8 = 1' "$work/log--repack" || true)
 echo "perplexity with repacking ${on}, without ${off} (${amx:-no AMX on this CPU})"
-awk -v a="$on" -v b="$off" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.005 * b) }' ||
+awk -v a="$on" -v b="$off" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * b) }' ||
   fail "repacked and plain CPU weights disagree: perplexity $on against $off"
