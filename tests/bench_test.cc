@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "model/synth.h"
 #include "subprocess.h"
-#include "synth.h"
 #include "test_support.h"
 
 namespace onebit::testing {

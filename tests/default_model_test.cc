@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http_conn.h"
+#include "http/conn.h"
 #include "subprocess.h"
 #include "test_support.h"
 

@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http_conn.h"
-#include "net.h"
+#include "http/conn.h"
+#include "http/net.h"
+#include "model/synth.h"
 #include "subprocess.h"
-#include "synth.h"
 #include "test_support.h"
 
 namespace onebit::testing {

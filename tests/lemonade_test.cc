@@ -14,9 +14,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http_conn.h"
+#include "http/conn.h"
+#include "model/synth.h"
 #include "subprocess.h"
-#include "synth.h"
 #include "test_support.h"
 
 namespace onebit::testing {

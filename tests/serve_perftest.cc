@@ -24,11 +24,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli.h"
-#include "http_conn.h"
-#include "net.h"
+#include "base/cli.h"
+#include "http/conn.h"
+#include "http/net.h"
+#include "model/synth.h"
 #include "subprocess.h"
-#include "synth.h"
 #include "test_support.h"
 
 namespace onebit::testing {

@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http_conn.h"
-#include "net.h"
+#include "http/conn.h"
+#include "http/net.h"
 #include "subprocess.h"
 #include "test_support.h"
 

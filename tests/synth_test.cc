@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "gguf_facts.h"
-#include "http_conn.h"
+#include "http/conn.h"
+#include "model/gguf_facts.h"
+#include "model/synth.h"
 #include "subprocess.h"
-#include "synth.h"
 #include "test_support.h"
 
 namespace onebit::testing {

@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "error.h"
-#include "gguf_facts.h"
+#include "base/error.h"
+#include "model/gguf_facts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,13 +1,13 @@
 // libFuzzer target: HTTP/1.1 heads and chunked bodies as a client or the engine may send them
-// (src/http.h). Rejection must be an onebit::HttpError; anything else is a bug.
+// (src/http/message.h). Rejection must be an onebit::HttpError; anything else is a bug.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "error.h"
-#include "http.h"
+#include "base/error.h"
+#include "http/message.h"
 
 namespace {
 

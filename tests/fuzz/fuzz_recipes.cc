@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine_args.h"
-#include "error.h"
-#include "recipes.h"
+#include "base/error.h"
+#include "engine/engine_args.h"
+#include "recipes/recipes.h"
 
 namespace {
 

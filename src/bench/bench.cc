@@ -1,0 +1,365 @@
+#include "bench/bench.h"
+
+#include <signal.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "base/embedded.h"
+#include "base/error.h"
+#include "base/shell.h"
+#include "bench/machine.h"
+#include "engine/child_process.h"
+#include "engine/port_owner.h"
+#include "http/conn.h"
+#include "http/net.h"
+#include "model/gguf_facts.h"
+
+namespace onebit {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Prompts for decode speed: code, prose and a short one, as the brief names them.
+const char* const kCodePrompt =
+    "def merge_sorted(left, right):\n    \"\"\"Merge two sorted lists into one sorted list.\"\"\"\n";
+const char* const kProsePrompt =
+    "The lighthouse keeper had kept the lamp burning for forty years. On the night of the storm,";
+const char* const kShortPrompt = "Hello";
+
+std::string iso_now() {
+  char buf[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// A long prompt of plain words, the same every run: about 1800 tokens for 8000 characters with
+// the usual BPE vocabularies.
+std::string generated_prompt(int chars) {
+  static const char* const words[] = {
+      "the", "engine", "reads", "a", "model", "file", "and", "measures", "how", "fast", "it", "runs", "on",
+      "this", "machine", "before", "any", "setting", "is", "kept", "with", "its", "number", "every", "token",
+      "counts", "when", "prompts", "grow", "long", "memory", "bandwidth", "decides", "speed", "of", "decode"};
+  std::string out;
+  uint64_t s = 0x1b17;
+  int sentence = 0;
+  while (static_cast<int>(out.size()) < chars) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    out += words[(s >> 33) % (sizeof(words) / sizeof(words[0]))];
+    out += (++sentence % 12 == 0) ? ". " : " ";
+  }
+  out.resize(static_cast<size_t>(chars));
+  return out;
+}
+
+std::string read_prompt(const BenchOptions& o) {
+  if (o.prompt_file.empty()) return generated_prompt(o.prompt_chars);
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) throw Error(o.prompt_file + ": cannot read the prompt file");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw Error(o.prompt_file + ": the prompt file is empty");
+  return s.str();
+}
+
+// A `1bit serve` for one configuration and round, stopped on destruction.
+class Server {
+ public:
+  Server(const BenchOptions& o, const BenchConfig& c, int round, const std::atomic<bool>& stop) {
+    port_ = pick_free_port("127.0.0.1");
+    std::vector<std::string> args = {"serve", "-m", o.model, "--port", std::to_string(port_), "--load-timeout",
+                                     std::to_string(o.load_timeout_s), "-v"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    log_ = o.log_dir.empty() ? "" : o.log_dir + "/" + c.name + "-round" + std::to_string(round) + ".log";
+    // Bench's clients send no key: a key in the user's environment must not lock them out.
+    child_ = ChildProcess::start({o.onebit, args, c.env, {"ONEBIT_API_KEY"}, log_, false});
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o.load_timeout_s + 30);
+    while (true) {
+      if (stop) throw Error("interrupted");
+      if (!child_->running()) {
+        std::string lines;
+        for (const auto& l : child_->last_lines(8)) lines += "\n  | " + l;
+        throw Error("config " + c.name + ": serve exited with code " + std::to_string(child_->exit_code().value_or(-1)) +
+                    " before it was ready" + (log_.empty() ? "" : " (log: " + log_ + ")") + lines);
+      }
+      if (child_ready_on(child_->pid(), port_)) break;
+      if (Clock::now() > deadline) throw Error("config " + c.name + ": serve did not get ready in time");
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
+  ~Server() { child_->stop(); }
+  int port() const { return port_; }
+  pid_t pid() const { return child_->pid(); }
+
+ private:
+  int port_ = 0;
+  std::string log_;
+  std::unique_ptr<ChildProcess> child_;
+};
+
+json timings_of(const json& body, const std::string& what) {
+  // A stream can end in an error event instead of the last token's: say what the engine said.
+  if (body.is_object() && body.contains("error")) {
+    const json& e = body["error"];
+    const std::string message = e.is_object() && e.contains("message") && e["message"].is_string()
+                                    ? e["message"].get<std::string>()
+                                    : e.dump().substr(0, 300);
+    throw Error(what + ": the engine answered with an error: " + message);
+  }
+  if (!body.is_object() || !body.contains("timings") || !body["timings"].is_object())
+    throw Error(what + ": the engine's response has no \"timings\" object, so nothing can be measured");
+  return body["timings"];
+}
+
+double number(const json& timings, const char* key, const std::string& what) {
+  if (!timings.contains(key) || !timings[key].is_number())
+    throw Error(what + ": the engine's timings have no number \"" + std::string(key) + "\"");
+  return timings[key].get<double>();
+}
+
+// A non-streamed /completion.
+json complete(int port, const json& body, const std::string& what) {
+  HttpResult r = http_fetch("127.0.0.1", port, "POST", "/completion", body.dump(),
+                            {{"Content-Type", "application/json"}}, 600000);
+  if (r.status != 200)
+    throw Error(what + ": HTTP " + std::to_string(r.status) + " " + (r.error.empty() ? r.body.substr(0, 300) : r.error));
+  json j = json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) throw Error(what + ": the engine's answer is not JSON");
+  return j;
+}
+
+// A streamed /completion: the final event's body, and the time to the first event.
+json complete_streamed(int port, const json& body, const std::string& what, double* ttft_ms) {
+  std::string err;
+  Fd fd = connect_tcp("127.0.0.1", port, 5000, &err);
+  if (!fd.valid()) throw Error(what + ": " + err);
+  const std::string payload = body.dump();
+  const std::string req = "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Connection: close\r\nContent-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
+  const auto t0 = Clock::now();
+  if (!write_all(fd.get(), req)) throw Error(what + ": the connection broke");
+  HttpConn conn(std::move(fd));
+  std::string head;
+  if (conn.read_head(head, 600000) != ReadStatus::kOk) throw Error(what + ": no response");
+  ResponseHead h = parse_response_head(head);
+  BodyFraming framing = response_framing(h, "POST");
+  ChunkedDecoder chunks;
+  std::string data, pending;
+  json last;
+  bool first = true;
+  auto consume = [&](bool at_end) {
+    size_t end;
+    while ((end = pending.find("\n\n")) != std::string::npos || (at_end && !pending.empty())) {
+      std::string event = end == std::string::npos ? pending : pending.substr(0, end);
+      pending.erase(0, end == std::string::npos ? pending.size() : end + 2);
+      if (event.rfind("data: ", 0) != 0) continue;
+      if (first) {
+        *ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        first = false;
+      }
+      json e = json::parse(event.substr(6), nullptr, false);
+      if (e.is_object()) last = e;
+    }
+  };
+  while (true) {
+    std::string& buf = conn.buffer();
+    if (framing.kind == BodyKind::kChunked) {
+      size_t used = chunks.feed(buf.data(), buf.size(), &pending);
+      buf.erase(0, used);
+      consume(false);
+      if (chunks.done()) break;
+    } else {
+      pending += buf;
+      buf.clear();
+      consume(false);
+    }
+    if (!conn.fill(600000)) break;
+  }
+  consume(true);
+  if (h.status != 200) throw Error(what + ": HTTP " + std::to_string(h.status) + " " + pending.substr(0, 300));
+  if (first) throw Error(what + ": the stream carried no events");
+  return last;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> take_env_assignments(std::vector<std::string>& words) {
+  std::vector<std::pair<std::string, std::string>> env;
+  size_t n = 0;
+  for (; n < words.size(); ++n) {
+    const std::string& w = words[n];
+    const size_t at = w.find('=');
+    const bool name_ok = at != std::string::npos && at > 0 && !std::isdigit(static_cast<unsigned char>(w[0])) &&
+                         std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(at), [](char ch) {
+                           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                         });
+    if (!name_ok) break;
+    env.push_back({w.substr(0, at), w.substr(at + 1)});
+  }
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n));
+  return env;
+}
+
+json env_object(const std::vector<std::pair<std::string, std::string>>& env) {
+  json object = json::object();
+  for (const auto& [k, v] : env) object[k] = v;
+  return object;
+}
+
+BenchConfig parse_bench_config(const std::string& spec) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos) throw Error("--config \"" + spec + "\": expected NAME=ARGS");
+  BenchConfig c;
+  c.name = spec.substr(0, eq);
+  if (c.name.empty()) throw Error("--config \"" + spec + "\": the name is empty");
+  for (char ch : c.name)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'))
+      throw Error("--config \"" + spec + "\": a name has only letters, digits, '-', '_' and '.'");
+  c.args = shell_split(spec.substr(eq + 1));
+  c.env = take_env_assignments(c.args);
+  // A key would answer bench's own requests with 401: nothing measured.
+  auto locks_out = [&](const std::string& what) {
+    return Error("--config " + c.name + ": " + what + " would lock bench's requests out; bench runs serve without a key");
+  };
+  for (const auto& a : c.args) {
+    if (a == "-m" || a == "--model" || a == "--port" || a.rfind("--port=", 0) == 0 || a.rfind("--model=", 0) == 0)
+      throw Error("--config " + c.name + ": " + a + " is set by bench for every configuration");
+    if (a == "--api-key" || a.rfind("--api-key=", 0) == 0) throw locks_out(a);
+  }
+  for (const auto& kv : c.env)
+    if (kv.first == "ONEBIT_API_KEY") throw locks_out(kv.first);
+  return c;
+}
+
+const std::vector<BenchMetric>& bench_metrics() {
+  static const std::vector<BenchMetric> m = {
+      {"prompt", "tok/s", true},        {"decode-code", "tok/s", true}, {"decode-prose", "tok/s", true},
+      {"decode-short", "tok/s", true},  {"ttft", "ms", false},          {"acceptance", "", true},
+  };
+  return m;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double best_of(const std::vector<double>& v, bool higher) {
+  if (v.empty()) return 0;
+  return higher ? *std::max_element(v.begin(), v.end()) : *std::min_element(v.begin(), v.end());
+}
+
+std::vector<double> BenchRecord::values(const std::string& config, const std::string& metric) const {
+  std::vector<double> out;
+  for (const auto& s : samples)
+    if (s.config == config && s.metric == metric) out.push_back(s.value);
+  return out;
+}
+
+json BenchRecord::to_json() const {
+  json cs = json::array();
+  for (const auto& c : configs)
+    cs.push_back({{"name", c.name}, {"env", env_object(c.env)}, {"args", c.args},
+                  {"command", shell_assignments(c.env) + shell_join(c.args)}});
+  json ss = json::array();
+  for (const auto& s : samples) ss.push_back({{"config", s.config}, {"round", s.round}, {"metric", s.metric}, {"value", s.value}});
+  json summary = json::object();
+  for (const auto& c : configs)
+    for (const auto& m : bench_metrics()) {
+      auto v = values(c.name, m.name);
+      if (!v.empty()) summary[c.name][m.name] = {{"best", best_of(v, m.higher_is_better)}, {"median", median_of(v)}, {"n", v.size()}};
+    }
+  return {{"model", model}, {"facts", facts}, {"configs", cs}, {"baseline", configs.empty() ? "" : configs[0].name},
+          {"rounds", rounds}, {"samples", ss}, {"summary", summary}, {"machine", machine},
+          {"started", started}, {"finished", finished}};
+}
+
+json describe_machine() {
+  json m;
+  const std::string cpu = cpu_model();
+  if (!cpu.empty()) m["cpu"] = cpu;
+  m["cores"] = std::thread::hardware_concurrency();
+  utsname u{};
+  if (uname(&u) == 0) m["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  json gpus = json::array();
+  for (const auto& row : nvidia_smi("name,memory.total"))
+    gpus.push_back(row.size() > 1 ? row[0] + ", " + row[1] + " MiB" : row[0]);
+  m["gpus"] = gpus;
+  json engine = json::parse(embedded::kEngineManifest, nullptr, false);
+  if (engine.is_object()) m["engine"] = engine;
+  return m;
+}
+
+BenchRecord run_bench(const BenchOptions& o, const std::function<void(const std::string&)>& progress,
+                      const std::atomic<bool>& stop) {
+  BenchRecord rec;
+  rec.model = o.model;
+  ModelFacts f = read_model_facts(o.model);
+  rec.facts = {{"architecture", f.architecture}, {"moe", f.moe}, {"expert_count", f.expert_count},
+               {"file_type", f.file_type ? json(file_type_name(*f.file_type)) : json(nullptr)},
+               {"hadamard_q4_0", f.hadamard_q4_0}, {"file_size", f.file_size}};
+  rec.configs = o.configs;
+  rec.rounds = o.rounds;
+  rec.machine = describe_machine();
+  rec.started = iso_now();
+  const std::string long_prompt = read_prompt(o);
+  const std::pair<const char*, const char*> decode_prompts[] = {
+      {"decode-code", kCodePrompt}, {"decode-prose", kProsePrompt}, {"decode-short", kShortPrompt}};
+
+  for (int round = 1; round <= o.rounds; ++round) {
+    for (const BenchConfig& c : o.configs) {
+      auto step = [&](const std::string& what) {
+        if (stop) throw Error("interrupted");
+        progress("round " + std::to_string(round) + "/" + std::to_string(o.rounds) + ", " + c.name + ": " + what);
+      };
+      step("starting serve");
+      Server server(o, c, round, stop);
+      auto add = [&](const char* metric, double v) { rec.samples.push_back({c.name, round, metric, v}); };
+      step("warm-up");
+      complete(server.port(), {{"prompt", kShortPrompt}, {"n_predict", 8}, {"temperature", 0}}, c.name + " warm-up");
+      for (int i = 0; i < o.prompt_reps; ++i) {
+        step("prompt " + std::to_string(i + 1) + "/" + std::to_string(o.prompt_reps));
+        const std::string what = c.name + " prompt";
+        json t = timings_of(complete(server.port(), {{"prompt", long_prompt}, {"n_predict", 8}, {"temperature", 0},
+                                                     {"cache_prompt", false}}, what), what);
+        add("prompt", number(t, "prompt_per_second", what));
+      }
+      double drafted = 0, accepted = 0;
+      for (const auto& [metric, prompt] : decode_prompts) {
+        for (int i = 0; i < o.decode_reps; ++i) {
+          step(std::string(metric) + " " + std::to_string(i + 1) + "/" + std::to_string(o.decode_reps));
+          const std::string what = c.name + " " + metric;
+          double ttft = 0;
+          json t = timings_of(complete_streamed(server.port(),
+                                                {{"prompt", prompt}, {"n_predict", o.decode_tokens}, {"temperature", 0},
+                                                 {"ignore_eos", true}, {"cache_prompt", false}, {"stream", true}},
+                                                what, &ttft),
+                              what);
+          add(metric, number(t, "predicted_per_second", what));
+          add("ttft", ttft);
+          if (t.contains("draft_n") && t["draft_n"].is_number()) {
+            drafted += t["draft_n"].get<double>();
+            accepted += t.value("draft_n_accepted", 0.0);
+          }
+        }
+      }
+      if (drafted > 0) add("acceptance", accepted / drafted);
+    }
+  }
+  rec.finished = iso_now();
+  return rec;
+}
+
+}  // namespace onebit

@@ -1,0 +1,159 @@
+#include "engine/launch_plan.h"
+
+#include <cstring>
+
+#include "base/error.h"
+#include "base/shell.h"
+
+extern char** environ;
+
+namespace onebit {
+namespace {
+
+// Engine options that serve itself owns, with the serve option to use instead.
+struct Owned {
+  const char* flag;
+  const char* instead;
+};
+constexpr Owned kOwned[] = {
+    {"--model", "1bit serve -m"},
+    {"--host", "1bit serve --host"},
+    {"--port", "1bit serve --port"},
+    {"--api-key", "1bit serve --api-key"},
+    {"--api-key-file", "1bit serve --api-key"},
+    {"--api-prefix", "a reverse proxy in front of 1bit"},
+    {"--ssl-key-file", "a TLS proxy in front of 1bit"},
+    {"--ssl-cert-file", "a TLS proxy in front of 1bit"},
+};
+
+class ArgBuilder {
+ public:
+  ArgBuilder(const EngineArgs& engine, const std::vector<std::string>& user,
+             const std::map<std::string, std::string>& env)
+      : engine_(engine), user_(user), env_(env) {}
+
+  const EngineOption& option(const char* spelling) const {
+    const EngineOption* o = engine_.find(spelling);
+    if (o == nullptr) throw Error(std::string("this engine has no option ") + spelling);
+    return *o;
+  }
+
+  bool user_sets(const EngineOption& o) const { return engine_.present_on(user_, o); }
+  bool env_sets(const EngineOption& o) const {
+    return (!o.env.empty() && env_.count(o.env)) || (!o.negated_env().empty() && env_.count(o.negated_env()));
+  }
+
+  // A base default: left out when the user set it, after "--" or through its LLAMA_ARG_* variable.
+  void add_default(std::vector<std::string>& args, std::initializer_list<const char*> words) const {
+    const EngineOption& o = option(*words.begin());
+    if (user_sets(o) || env_sets(o)) return;
+    args.insert(args.end(), words.begin(), words.end());
+  }
+
+  // A serve option: the user may not also give it after "--".
+  void add_own(std::vector<std::string>& args, const std::string& serve_name,
+               std::vector<std::string> words) const {
+    const EngineOption& o = option(words.front().c_str());
+    if (user_sets(o))
+      throw Error(words.front() + " is set twice: by " + serve_name + " and after \"--\"; keep one");
+    args.insert(args.end(), words.begin(), words.end());
+  }
+
+ private:
+  const EngineArgs& engine_;
+  const std::vector<std::string>& user_;
+  const std::map<std::string, std::string>& env_;
+};
+
+}  // namespace
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
+  }
+  return env;
+}
+
+LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
+  const ServeOptions& o = *in.options;
+  const std::vector<std::string>& user = o.engine_args;
+  LaunchPlan plan;
+  plan.program = in.program;
+  // What serve owns stays serve's: not after "--", and not through the engine's environment
+  // variables either (a stray LLAMA_API_KEY would lock serve out of its own engine).
+  std::map<std::string, std::string> env = in.environment;
+  for (const Owned& owned : kOwned) {
+    const EngineOption* opt = engine.find(owned.flag);
+    if (opt == nullptr) continue;
+    if (engine.present_on(user, *opt))
+      throw Error(std::string(owned.flag) + " after \"--\": serve sets it for the engine; use " + owned.instead);
+    if (!opt->env.empty() && env.erase(opt->env) > 0) plan.env_removed.push_back(opt->env);
+  }
+  ArgBuilder b(engine, user, env);
+  const bool gpu = in.where.device == "cuda";
+
+  auto& a = plan.args;
+  a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};
+  b.add_default(a, {"-ngl", gpu ? "99" : "0"});
+  // On the CPU, no layers on a GPU is not enough: a CUDA build of the engine would still hand
+  // large batches to the GPU. No devices at all is what "cpu" means.
+  if (!gpu) b.add_default(a, {"-dev", "none"});
+  b.add_default(a, {"--jinja"});
+
+  if (o.ctx_size) b.add_own(a, "-c", {"-c", std::to_string(*o.ctx_size)});
+  if (!o.flash_attn.empty()) b.add_own(a, "-fa", {"-fa", o.flash_attn});
+  if (o.parallel) b.add_own(a, "-np", {"-np", std::to_string(*o.parallel)});
+
+  // The drafter's own flags are fixed by the option; its layer count and dflash draft length are
+  // defaults the user may set after "--".
+  const std::string kind = o.drafter_kind();
+  if (kind == "draft" || kind == "dflash") {
+    b.add_own(a, "--" + kind, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-dflash"});
+    b.add_own(a, "--" + kind, {"-md", kind == "draft" ? o.draft : o.dflash});
+    b.add_default(a, {"-ngld", gpu ? "99" : "0"});
+    if (!gpu) b.add_default(a, {"-devd", "none"});
+  } else if (kind == "mtp") {
+    b.add_own(a, "--mtp", {"--spec-type", "draft-mtp"});
+  }
+  if (o.draft_max) {
+    b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*o.draft_max)});
+  } else if (kind == "dflash") {
+    const int64_t n = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
+    const std::string value = std::to_string(n);
+    b.add_default(a, {"--spec-draft-n-max", value.c_str()});
+  }
+  if (!o.draft_p_min.empty()) b.add_own(a, "--draft-p-min", {"--spec-draft-p-min", o.draft_p_min});
+
+  a.insert(a.end(), user.begin(), user.end());
+
+  if (in.recipes != nullptr) {
+    ChildEnv child_env;
+    child_env.inherited = env;
+    RecipeTarget target{in.where.device, in.where.gpu, kind, in.model};
+    plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
+    plan.env_added = child_env.added;
+  }
+  return plan;
+}
+
+std::string LaunchPlan::command_line() const {
+  std::string line;
+  if (!env_removed.empty()) {
+    line = "env ";
+    for (const auto& k : env_removed) line += "-u " + shell_quote(k) + " ";
+  }
+  line += shell_assignments(env_added);
+  std::vector<std::string> words{program};
+  words.insert(words.end(), args.begin(), args.end());
+  return line + shell_join(words);
+}
+
+std::vector<std::string> LaunchPlan::recipe_lines(const std::string& who) const {
+  std::vector<std::string> lines;
+  for (const auto& r : applied) lines.push_back(who + ": recipe " + r.id + ": " + r.describe());
+  return lines;
+}
+
+}  // namespace onebit

@@ -1,0 +1,55 @@
+// The launch plan: from serve's options, the model's facts and the recipes to the exact engine
+// command line and environment. Pure (no processes, no files), so dry-run and a real launch
+// print and run the very same thing.
+//
+// Order of the command line: the base (-m M --host 127.0.0.1 --port P -ngl 99|0 --jinja), serve's
+// own options (-c, -fa, -np), the drafter's flags, the arguments given after "--", then recipes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/engine_args.h"
+#include "model/gguf_facts.h"
+#include "recipes/recipes.h"
+#include "serve/serve_options.h"
+
+namespace onebit {
+
+struct LaunchInputs {
+  const ServeOptions* options = nullptr;
+  std::string model_path;                 // the target model (serve's -m, or --long-model's)
+  const ModelFacts* model = nullptr;
+  const ModelFacts* drafter = nullptr;    // for --draft / --dflash
+  std::string program;                    // the llama-server binary
+  DeviceChoice where;                     // cpu or cuda (already resolved); the GPU model for recipes
+  int port = 0;                           // the engine's loopback port
+  const RecipeSet* recipes = nullptr;     // nullptr: --no-recipes
+  std::map<std::string, std::string> environment;  // this process's environment
+};
+
+struct LaunchPlan {
+  std::string program;
+  std::vector<std::string> args;                               // after the program name
+  std::vector<std::pair<std::string, std::string>> env_added;  // set for the child only
+  std::vector<std::string> env_removed;                        // unset for the child only
+  std::vector<AppliedRecipe> applied;
+
+  // "[env -u X ...] K=V ... program args...", shell-quoted on one line.
+  std::string command_line() const;
+  // "<who>: recipe <id>: <added>" for each recipe that added something.
+  std::vector<std::string> recipe_lines(const std::string& who = "1bit serve") const;
+};
+
+// Throws Error when the arguments after "--" collide with what serve owns (-m, --host, --port,
+// --api-key, --api-prefix, TLS) or repeat a serve option. The engine variables for those
+// options are removed from the child's environment.
+LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine);
+
+// This process's environment as a map.
+std::map<std::string, std::string> current_environment();
+
+}  // namespace onebit

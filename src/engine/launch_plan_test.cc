@@ -1,0 +1,165 @@
+#include "engine/launch_plan.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+
+namespace onebit {
+namespace {
+
+struct Fixture {
+  ServeOptions options;
+  ModelFacts model;
+  ModelFacts drafter;
+  std::map<std::string, std::string> env;
+  std::optional<RecipeSet> recipes;
+
+  LaunchPlan plan(const std::string& device = "cpu", bool with_drafter = false) {
+    LaunchInputs in;
+    in.options = &options;
+    in.model_path = "m.gguf";
+    in.model = &model;
+    in.drafter = with_drafter ? &drafter : nullptr;
+    in.program = "/bin/llama-server";
+    in.where = {device, ""};
+    in.port = 4321;
+    in.recipes = recipes ? &*recipes : nullptr;
+    in.environment = env;
+    return plan_launch(in, EngineArgs::builtin());
+  }
+};
+
+using Args = std::vector<std::string>;
+
+std::string error_of(Fixture& f) {
+  try {
+    f.plan();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(LaunchPlan, BaseCommandFollowsTheDevice) {
+  Fixture f;
+  f.model.architecture = "llama";
+  EXPECT_EQ(f.plan("cpu").args,
+            (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "-ngl", "0", "-dev", "none", "--jinja"}));
+  EXPECT_EQ(f.plan("cuda").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "-ngl", "99", "--jinja"}));
+  EXPECT_EQ(f.plan().command_line(), "/bin/llama-server -m m.gguf --host 127.0.0.1 --port 4321 -ngl 0 -dev none --jinja");
+  // The user's own device list wins.
+  f.options.engine_args = {"--device", "CUDA0"};
+  const Args a = f.plan("cpu").args;
+  EXPECT_EQ(std::count(a.begin(), a.end(), "none"), 0) << f.plan("cpu").command_line();
+}
+
+TEST(LaunchPlan, ServeOptionsThenDrafterThenUserArgs) {
+  Fixture f;
+  f.options.ctx_size = 8192;
+  f.options.flash_attn = "on";
+  f.options.parallel = 2;
+  f.options.draft = "small.gguf";
+  f.options.draft_p_min = "0.6";
+  f.options.engine_args = {"--temp", "0"};
+  Args a = f.plan("cuda", true).args;
+  EXPECT_EQ(Args(a.begin() + 9, a.end()),
+            (Args{"-c", "8192", "-fa", "on", "-np", "2", "--spec-type", "draft-simple", "-md", "small.gguf", "-ngld",
+                  "99", "--spec-draft-p-min", "0.6", "--temp", "0"}));
+}
+
+TEST(LaunchPlan, DflashDraftLengthComesFromTheBlockSize) {
+  Fixture f;
+  f.options.dflash = "df.gguf";
+  f.drafter.dflash = true;
+  f.drafter.block_size = 8;
+  Args a = f.plan("cpu", true).args;
+  EXPECT_EQ(Args(a.begin() + 11, a.end()), (Args{"--spec-type", "draft-dflash", "-md", "df.gguf", "-ngld", "0", "-devd",
+                                                 "none", "--spec-draft-n-max", "7"}));
+  f.drafter.block_size.reset();
+  a = f.plan("cpu", true).args;
+  EXPECT_EQ(a.back(), "16");
+  f.options.draft_max = 3;
+  a = f.plan("cpu", true).args;
+  EXPECT_EQ(a.back(), "3");
+}
+
+TEST(LaunchPlan, DrafterDefaultsGiveWayToTheUser) {
+  Fixture f;
+  f.options.dflash = "df.gguf";
+  f.drafter.dflash = true;
+  f.drafter.block_size = 8;
+  f.options.engine_args = {"--gpu-layers-draft", "0", "--spec-draft-n-max", "3"};
+  Args a = f.plan("cuda", true).args;
+  EXPECT_EQ(Args(a.begin() + 9, a.end()),
+            (Args{"--spec-type", "draft-dflash", "-md", "df.gguf", "--gpu-layers-draft", "0", "--spec-draft-n-max", "3"}));
+  // --draft-max is serve's own option: giving it twice is an error.
+  f.options.draft_max = 5;
+  EXPECT_EQ(error_of(f), "--spec-draft-n-max is set twice: by --draft-max and after \"--\"; keep one");
+}
+
+TEST(LaunchPlan, EngineVariablesForWhatServeOwnsAreRemoved) {
+  Fixture f;
+  f.env = {{"LLAMA_API_KEY", "x"}, {"LLAMA_ARG_PORT", "1"}, {"LLAMA_ARG_THREADS", "2"}};
+  LaunchPlan p = f.plan();
+  EXPECT_EQ(p.env_removed, (Args{"LLAMA_ARG_PORT", "LLAMA_API_KEY"}));
+  EXPECT_EQ(p.command_line(), "env -u LLAMA_ARG_PORT -u LLAMA_API_KEY /bin/llama-server -m m.gguf --host 127.0.0.1 "
+                              "--port 4321 -ngl 0 -dev none --jinja");
+  f.options.engine_args = {"--api-prefix", "/x"};
+  EXPECT_EQ(error_of(f), "--api-prefix after \"--\": serve sets it for the engine; use a reverse proxy in front of 1bit");
+}
+
+TEST(LaunchPlan, Mtp) {
+  Fixture f;
+  f.options.mtp = true;
+  f.options.draft_max = 2;
+  Args a = f.plan("cuda").args;
+  EXPECT_EQ(Args(a.begin() + 9, a.end()), (Args{"--spec-type", "draft-mtp", "--spec-draft-n-max", "2"}));
+}
+
+TEST(LaunchPlan, UserArgsReplaceBaseDefaults) {
+  Fixture f;
+  f.options.engine_args = {"--n-gpu-layers", "10", "--no-jinja"};
+  EXPECT_EQ(f.plan("cuda").args,
+            (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "--n-gpu-layers", "10", "--no-jinja"}));
+  Fixture g;
+  g.env["LLAMA_ARG_N_GPU_LAYERS"] = "5";
+  EXPECT_EQ(g.plan("cuda").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "--jinja"}));
+}
+
+TEST(LaunchPlan, RejectsUserArgsThatCollide) {
+  Fixture f;
+  f.options.engine_args = {"--port", "1"};
+  EXPECT_EQ(error_of(f), "--port after \"--\": serve sets it for the engine; use 1bit serve --port");
+  f.options.engine_args = {"-m", "other.gguf"};
+  EXPECT_EQ(error_of(f), "--model after \"--\": serve sets it for the engine; use 1bit serve -m");
+  f.options.engine_args = {"--api-key", "k"};
+  EXPECT_EQ(error_of(f), "--api-key after \"--\": serve sets it for the engine; use 1bit serve --api-key");
+  f.options.engine_args = {"--ctx-size", "10"};
+  f.options.ctx_size = 20;
+  EXPECT_EQ(error_of(f), "-c is set twice: by -c and after \"--\"; keep one");
+  f.options.ctx_size.reset();
+  f.options.engine_args = {"--spec-type", "ngram-simple"};
+  f.options.mtp = true;
+  EXPECT_EQ(error_of(f), "--spec-type is set twice: by --mtp and after \"--\"; keep one");
+}
+
+TEST(LaunchPlan, RecipesComeLastAndAreListed) {
+  Fixture f;
+  f.model.architecture = "llama";
+  f.recipes = parse_recipes(
+      R"({"recipes": [{"id": "r1", "match": {"device": ["cpu"]}, "args": ["-b", "256", "-ub", "256"],
+                       "env": {"OMP_X": "a b"}, "measured": "m"}]})",
+      "t.json", EngineArgs::builtin());
+  f.options.engine_args = {"--batch-size", "64"};
+  LaunchPlan p = f.plan();
+  EXPECT_EQ(Args(p.args.end() - 4, p.args.end()), (Args{"--batch-size", "64", "-ub", "256"}));
+  EXPECT_EQ(p.recipe_lines(), (Args{"1bit serve: recipe r1: -ub 256 'OMP_X=a b'"}));
+  EXPECT_EQ(p.command_line().substr(0, 29), "OMP_X='a b' /bin/llama-server");  // an assignment to sh
+  EXPECT_TRUE(f.plan("cuda").applied.empty());
+}
+
+}  // namespace onebit

@@ -1,0 +1,382 @@
+#include "lemonade/model_manager.h"
+
+#include <chrono>
+#include <iostream>
+#include <optional>
+
+#include "base/shell.h"
+#include "engine/device.h"
+#include "engine/engine_args.h"
+#include "engine/engine_key.h"
+#include "engine/launch_plan.h"
+#include "engine/port_owner.h"
+#include "http/net.h"
+#include "model/gguf_facts.h"
+#include "recipes/recipes.h"
+#include "serve/serve_options.h"
+
+namespace onebit {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int64_t epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Lemonade's backends take the first free port from 8001 up.
+int free_port_from(int first) {
+  for (int p = first; p < first + 2000; ++p) {
+    try {
+      Fd probe = listen_tcp("127.0.0.1", p, 1);
+      return p;
+    } catch (const Error&) {
+    }
+  }
+  return pick_free_port("127.0.0.1");
+}
+
+// The load options of a request, checked: ctx_size, llamacpp_backend, llamacpp_args.
+json checked_options(const json& request) {
+  json o = json::object();
+  if (request.contains("ctx_size") && !request["ctx_size"].is_null()) {
+    if (!request["ctx_size"].is_number_integer() || request["ctx_size"].get<int64_t>() < 0)
+      throw Error("ctx_size must be a non-negative integer");
+    o["ctx_size"] = request["ctx_size"];
+  }
+  if (request.contains("llamacpp_backend") && !request["llamacpp_backend"].is_null()) {
+    if (!request["llamacpp_backend"].is_string()) throw Error("llamacpp_backend must be a string");
+    const std::string b = request["llamacpp_backend"];
+    if (b != "cpu" && b != "cuda" && b != "auto")
+      throw Error("llamacpp_backend \"" + b + "\" is not one this server has (cpu, cuda, auto)");
+    o["llamacpp_backend"] = b;
+  }
+  if (request.contains("llamacpp_args") && !request["llamacpp_args"].is_null()) {
+    if (!request["llamacpp_args"].is_string()) throw Error("llamacpp_args must be a string");
+    shell_split(request["llamacpp_args"]);  // throws on unbalanced quotes
+    o["llamacpp_args"] = request["llamacpp_args"];
+  }
+  return o;
+}
+
+}  // namespace
+
+json ModelError::to_json() const {
+  return {{"error", {{"message", what()}, {"type", status >= 500 ? "server_error" : "invalid_request_error"},
+                     {"param", "model"}, {"code", code}, {"requested_model", model}}}};
+}
+
+ModelManager::ModelManager(Catalog& catalog, ManagerConfig config) : catalog_(catalog), config_(std::move(config)) {
+  spawner_ = std::thread(&ModelManager::spawner, this);
+  try {
+    auto_device_ = resolve_device("auto", config_.llama_server);
+  } catch (const Error&) {
+    auto_device_ = {"cpu", ""};
+  }
+  if (const std::string note = unnamed_gpu_note("1bit lemonade", config_.recipes, auto_device_); !note.empty())
+    std::cerr << note << "\n";
+  monitor_ = std::thread(&ModelManager::monitor, this);
+}
+
+ModelManager::~ModelManager() {
+  {
+    std::lock_guard<std::mutex> lock(spawn_mu_);
+    stopping_ = true;
+  }
+  spawn_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
+  std::map<std::string, std::shared_ptr<LoadedModel>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(loaded_);
+  }
+  for (auto& [name, m] : all) m->child->stop();
+  all.clear();
+  if (spawner_.joinable()) spawner_.join();
+}
+
+void ModelManager::spawner() {
+  std::unique_lock<std::mutex> lock(spawn_mu_);
+  while (true) {
+    spawn_cv_.wait(lock, [this] { return stopping_ || !spawn_queue_.empty(); });
+    if (spawn_queue_.empty()) return;
+    auto task = std::move(spawn_queue_.front());
+    spawn_queue_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
+}
+
+std::unique_ptr<ChildProcess> ModelManager::spawn(const ChildSpec& spec) {
+  auto task = std::make_shared<std::packaged_task<std::unique_ptr<ChildProcess>()>>(
+      [&spec] { return ChildProcess::start(spec); });
+  auto result = task->get_future();
+  {
+    std::lock_guard<std::mutex> lock(spawn_mu_);
+    if (stopping_) throw Error("the server is stopping");
+    spawn_queue_.push_back([task] { (*task)(); });
+  }
+  spawn_cv_.notify_all();
+  return result.get();
+}
+
+bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, const ModelFacts& facts,
+                                  const std::string& device, LoadedModel& m) {
+  auto fail = [&](const std::string& why) { return ModelError(500, "model_load_error", e.id + ": " + why, e.id); };
+  LaunchInputs in;
+  in.options = &o;
+  in.model_path = e.path;
+  in.model = &facts;
+  in.program = config_.llama_server;
+  in.where = {device, auto_device_.gpu};  // the GPU counts only where device is cuda
+  in.port = m.port;
+  in.recipes = config_.recipes;
+  in.environment = current_environment();
+  LaunchPlan plan;
+  try {
+    plan = plan_launch(in, EngineArgs::builtin());
+  } catch (const Error& err) {
+    throw fail(err.what());
+  }
+  for (const auto& line : plan.recipe_lines("1bit lemonade: " + e.id)) std::cerr << line << "\n";
+  const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
+  try {
+    m.child = spawn({plan.program, plan.args, with_engine_key(plan.env_added, m.key), plan.env_removed, log, false});
+  } catch (const Error& err) {
+    throw fail(err.what());
+  }
+  const auto deadline = Clock::now() + std::chrono::duration<double>(config_.load_timeout_s);
+  while (true) {
+    if (!m.child->running()) {
+      if (port_has_listener(m.port)) return false;
+      std::string lines;
+      for (const auto& l : m.child->last_lines(6)) lines += (lines.empty() ? "" : " | ") + l;
+      throw fail("the engine exited with code " + std::to_string(m.child->exit_code().value_or(-1)) +
+                 " while loading: " + lines);
+    }
+    if (child_ready_on(m.child->pid(), m.port)) return true;
+    if (Clock::now() > deadline) {
+      m.child->stop();
+      throw fail("the engine did not load within " + std::to_string(static_cast<int>(config_.load_timeout_s)) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, const json& options) {
+  auto fail = [&](const std::string& why) { return ModelError(500, "model_load_error", e.id + ": " + why, e.id); };
+  ModelFacts facts;
+  try {
+    facts = read_model_facts(e.path);
+  } catch (const Error& err) {
+    throw fail(err.what());
+  }
+  ServeOptions o;
+  if (options.contains("ctx_size")) o.ctx_size = options["ctx_size"].get<int64_t>();
+  if (e.type() == "embedding") o.engine_args.push_back("--embeddings");
+  if (e.type() == "reranking") o.engine_args.push_back("--reranking");
+  for (auto& a : shell_split(options.value("llamacpp_args", ""))) o.engine_args.push_back(a);
+  std::string device = options.value("llamacpp_backend", "auto");
+  if (device == "auto") device = auto_device_.device;
+  if (device == "cuda" && auto_device_.device != "cuda")
+    throw fail("the cuda backend is not available here (" + why_no_cuda() + ")");
+
+  auto m = std::make_shared<LoadedModel>();
+  m->name = e.id;
+  m->checkpoint = e.checkpoint;
+  m->path = e.path;
+  m->type = e.type();
+  m->device = device;
+  m->options = options;
+  m->key = new_engine_key();
+  // The port was free when picked, but another program (or another 1bit) may take it before our
+  // engine binds it; then the engine exits at once and the load is tried again on a fresh port.
+  for (int attempt = 1;; ++attempt) {
+    m->port = free_port_from(8001);
+    if (launch_backend(e, o, facts, device, *m)) break;
+    if (attempt == kPortAttempts)
+      throw fail("could not get a port for the engine: " + std::to_string(kPortAttempts) +
+                 " ports in a row were taken by other programs before it could listen");
+    std::cerr << "1bit lemonade: " << e.id << ": port " << m->port << " was taken by another program; trying another\n";
+  }
+  m->last_use_ms = epoch_ms();
+  std::cerr << "1bit lemonade: loaded " << e.id << " on " << device << " at http://127.0.0.1:" << m->port << "\n";
+  return m;
+}
+
+void ModelManager::stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m) {
+  m->stopping = true;
+  idle_cv_.wait(lock, [&] { return m->busy == 0; });
+  loaded_.erase(m->name);
+  lock.unlock();
+  m->child->stop();
+  std::cerr << "1bit lemonade: unloaded " << m->name << "\n";
+  lock.lock();
+}
+
+json ModelManager::load(const std::string& name, const json& request) {
+  json req_options = checked_options(request);
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  return load_locked(name, request, req_options, false);
+}
+
+json ModelManager::load_locked(const std::string& name, const json& request, const json& req_options,
+                               bool only_if_missing) {
+  std::optional<CatalogEntry> e = catalog_.find(name);
+  if (!e) throw ModelError(404, "model_not_found", "model \"" + name + "\" is not in the catalog", name);
+  if (e->path.empty())
+    throw ModelError(500, "model_load_error",
+                     name + " is not downloaded, and this server cannot download it (" + e->checkpoint +
+                         "); copy its GGUF into a models directory", name);
+  if (request.value("save_options", false)) catalog_.save_options(name, req_options);
+  json options = json::object();
+  if (config_.ctx_size) options["ctx_size"] = *config_.ctx_size;
+  if (!config_.llamacpp_args.empty()) options["llamacpp_args"] = config_.llamacpp_args;
+  const json saved = catalog_.saved_options(name);  // a named copy: items() of a temporary would dangle
+  for (auto& [k, v] : saved.items()) options[k] = v;
+  for (auto& [k, v] : req_options.items()) options[k] = v;
+
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<LoadedModel>> evicted;  // unloaded for this load, in order
+  if (auto it = loaded_.find(name); it != loaded_.end()) {
+    if (only_if_missing && it->second->child->running())
+      return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
+    if (it->second->child->running()) evicted.push_back(it->second);  // a dead one is not given back
+    stop_when_idle(lock, it->second);
+  }
+  while (config_.max_loaded >= 0) {
+    std::shared_ptr<LoadedModel> lru;
+    int count = 0;
+    for (auto& [n, m] : loaded_)
+      if (m->type == e->type()) {
+        ++count;
+        if (!lru || m->last_use_ms < lru->last_use_ms) lru = m;
+      }
+    if (count < config_.max_loaded || !lru) break;
+    stop_when_idle(lock, lru);
+    evicted.push_back(lru);
+  }
+  lock.unlock();
+  std::shared_ptr<LoadedModel> m;
+  try {
+    m = start_backend(*e, options);
+  } catch (const ModelError&) {
+    restore(evicted);
+    throw;
+  }
+  lock.lock();
+  loaded_[name] = m;
+  return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
+}
+
+void ModelManager::restore(const std::vector<std::shared_ptr<LoadedModel>>& evicted) {
+  for (const auto& gone : evicted) {
+    std::optional<CatalogEntry> entry = catalog_.find(gone->name);
+    if (!entry) continue;  // deleted from the catalog since
+    try {
+      auto again = start_backend(*entry, gone->options);
+      std::lock_guard<std::mutex> lock(mu_);
+      loaded_[gone->name] = again;
+      std::cerr << "1bit lemonade: loaded " << gone->name << " again after the failed load\n";
+    } catch (const ModelError& err) {
+      std::cerr << "1bit lemonade: " << err.what() << "\n";
+    }
+  }
+}
+
+ModelManager::Lease ModelManager::acquire(const std::string& name) {
+  // A model that is loaded, running and not on its way out.
+  auto lease_if_servable = [&]() -> std::optional<Lease> {
+    auto it = loaded_.find(name);
+    if (it == loaded_.end() || it->second->stopping || !it->second->child->running()) return std::nullopt;
+    it->second->busy++;
+    it->second->last_use_ms = epoch_ms();
+    last_used_ = name;
+    return Lease(this, it->second);
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto lease = lease_if_servable()) return std::move(*lease);
+  }
+  // Load it (unless a request ahead of this one did) and take the lease before the load lock is
+  // let go, so that no other load can evict it in between.
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  load_locked(name, json::object(), json::object(), true);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto lease = lease_if_servable()) return std::move(*lease);
+  throw ModelError(500, "model_load_error", name + ": the engine exited right after it loaded", name);
+}
+
+ModelManager::Lease::~Lease() {
+  if (m_ != nullptr && model_) m_->release(*model_);
+}
+
+void ModelManager::release(LoadedModel& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  m.busy--;
+  m.last_use_ms = epoch_ms();
+  idle_cv_.notify_all();
+}
+
+bool ModelManager::unload(const std::string& name) {
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = loaded_.find(name);
+  if (it == loaded_.end()) return false;
+  stop_when_idle(lock, it->second);
+  return true;
+}
+
+void ModelManager::unload_all() {
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!loaded_.empty()) stop_when_idle(lock, loaded_.begin()->second);
+}
+
+void ModelManager::monitor() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(spawn_mu_);
+      if (spawn_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = loaded_.begin(); it != loaded_.end();) {
+      if (it->second->child->running()) {
+        ++it;
+        continue;
+      }
+      json lines = it->second->child->last_lines(5);
+      crashed_.push_back({{"model_name", it->first}, {"exit_code", it->second->child->exit_code().value_or(-1)},
+                          {"time", epoch_ms()}, {"last_lines", lines}});
+      if (crashed_.size() > 10) crashed_.erase(crashed_.begin());
+      std::cerr << "1bit lemonade: the backend of " << it->first << " died; it loads again on the next request\n";
+      it = loaded_.erase(it);
+    }
+  }
+}
+
+json ModelManager::health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  json all = json::array();
+  for (const auto& [name, m] : loaded_)
+    all.push_back({{"model_name", name}, {"checkpoint", m->checkpoint}, {"last_use", m->last_use_ms}, {"type", m->type},
+                   {"device", m->device}, {"recipe", "llamacpp"}, {"recipe_options", m->options},
+                   {"backend_url", "http://127.0.0.1:" + std::to_string(m->port) + "/v1"}, {"pid", m->child->pid()},
+                   {"busy", m->busy > 0}});
+  json max = {{"llm", config_.max_loaded}, {"embedding", config_.max_loaded}, {"reranking", config_.max_loaded}};
+  return {{"model_loaded", last_used_.empty() || !loaded_.count(last_used_) ? json(nullptr) : json(last_used_)},
+          {"all_models_loaded", all},
+          {"max_models", max},
+          {"crashed_models", crashed_}};
+}
+
+std::vector<std::string> ModelManager::loaded_names() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, m] : loaded_) out.push_back(name);
+  return out;
+}
+
+}  // namespace onebit

@@ -1,0 +1,136 @@
+#include "model/facts_command.h"
+
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/cli.h"
+#include "base/error.h"
+#include "model/gguf_facts.h"
+#include "recipes/recipes.h"
+
+namespace onebit {
+namespace {
+
+struct FactsOptions {
+  bool json = false;
+  std::string recipes_file;
+};
+
+std::vector<CliOption> facts_table(FactsOptions& o) {
+  return {
+      {{"--json"}, "", "print JSON instead of text", [&o](const std::string&) { o.json = true; }},
+      {{"--recipes"}, "FILE", "judge the recipes in FILE instead of the built-in ones",
+       [&o](const std::string& v) { o.recipes_file = v; }},
+  };
+}
+
+// A recipe judged against the facts alone: the device and GPU are named, not checked, since the
+// same file may be served on any.
+struct Verdict {
+  const Recipe* recipe;
+  std::string mismatch;  // empty: applies
+};
+
+std::string human_size(uint64_t bytes) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+}  // namespace
+
+std::string facts_usage() {
+  FactsOptions o;
+  return "usage: 1bit facts MODEL [--json] [--recipes FILE]\n\n"
+         "Prints what 1bit reads from the GGUF's metadata and which recipes would apply to it\n"
+         "when served without a drafter, with the reason for each that would not.\n\n"
+         "options:\n" +
+         format_options(facts_table(o));
+}
+
+int run_facts(const std::vector<std::string>& args) {
+  try {
+    FactsOptions o;
+    CliParse p = parse_cli(facts_table(o), args);
+    if (p.help) {
+      std::cout << facts_usage();
+      return 0;
+    }
+    if (p.positional.size() != 1) throw Error("expected one MODEL file (see 1bit facts --help)");
+    ModelFacts f = read_model_facts(p.positional[0]);
+    std::optional<RecipeSet> file_set;
+    if (!o.recipes_file.empty()) file_set = load_recipes_file(o.recipes_file, EngineArgs::builtin());
+    const RecipeSet& set = file_set ? *file_set : builtin_recipes();
+    RecipeTarget target{"", "", "none", &f};
+    std::vector<Verdict> verdicts;
+    for (const Recipe& r : set.recipes) verdicts.push_back({&r, recipe_mismatch(r, target, /*ignore_device=*/true)});
+
+    if (o.json) {
+      nlohmann::json j = {
+          {"path", f.path},
+          {"architecture", f.architecture},
+          {"name", f.name},
+          {"moe", f.moe},
+          {"expert_count", f.expert_count},
+          {"file_type", f.file_type ? nlohmann::json(*f.file_type) : nlohmann::json(nullptr)},
+          {"file_type_name", f.file_type ? file_type_name(*f.file_type) : ""},
+          {"hadamard_q4_0", f.hadamard_q4_0},
+          {"context_length", f.context_length ? nlohmann::json(*f.context_length) : nlohmann::json(nullptr)},
+          {"nextn_layers", f.nextn_layers},
+          {"pooling_type", f.pooling_type ? nlohmann::json(*f.pooling_type) : nlohmann::json(nullptr)},
+          {"kind", model_kind(f)},
+          {"drafter_kind", f.dflash ? "dflash" : "plain"},
+          {"block_size", f.block_size ? nlohmann::json(*f.block_size) : nlohmann::json(nullptr)},
+          {"tensor_count", f.tensor_count},
+          {"file_size", f.file_size},
+          {"recipes_origin", set.origin},
+      };
+      nlohmann::json rs = nlohmann::json::array();
+      for (const auto& v : verdicts) {
+        nlohmann::json r = {{"id", v.recipe->id}, {"applies", v.mismatch.empty()}};
+        if (v.mismatch.empty()) {
+          r["devices"] = v.recipe->match.device ? nlohmann::json(*v.recipe->match.device) : nlohmann::json("any");
+          if (v.recipe->match.gpu) r["gpus"] = *v.recipe->match.gpu;
+        } else {
+          r["reason"] = v.mismatch;
+        }
+        rs.push_back(r);
+      }
+      j["recipes"] = rs;
+      // GGUF strings are raw bytes: invalid UTF-8 is printed as U+FFFD, not refused.
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      return 0;
+    }
+
+    auto row = [](const std::string& k, const std::string& v) { std::cout << std::left << std::setw(16) << k << v << "\n"; };
+    row("path", f.path);
+    row("architecture", f.architecture);
+    if (!f.name.empty()) row("name", f.name);
+    row("file type", f.file_type ? file_type_name(*f.file_type) + " (" + std::to_string(*f.file_type) + ")" : "not stated");
+    row("moe", f.moe ? "yes (" + std::to_string(f.expert_count) + " experts)" : "no");
+    row("hadamard_q4_0", f.hadamard_q4_0 ? "yes (32)" : "no");
+    row("context length", f.context_length ? std::to_string(*f.context_length) : "not stated");
+    row("mtp layers", std::to_string(f.nextn_layers));
+    row("serves", model_kind(f) + (f.pooling_type ? " (pooling type " + std::to_string(*f.pooling_type) + ")" : ""));
+    row("drafter kind", f.dflash ? "dflash (block size " + (f.block_size ? std::to_string(*f.block_size) : std::string("not stated")) + ")"
+                                 : "plain");
+    row("tensors", std::to_string(f.tensor_count));
+    row("size", std::to_string(f.file_size) + " bytes (" + human_size(f.file_size) + ")");
+    std::cout << "\nrecipes (" << set.origin << "), judged for serving without a drafter:\n";
+    if (verdicts.empty()) std::cout << "  none defined\n";
+    for (const auto& v : verdicts) {
+      std::cout << "  " << v.recipe->id << ": "
+                << (v.mismatch.empty() ? "applies on " + recipe_devices(*v.recipe) : "does not apply: " + v.mismatch) << "\n";
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "1bit facts: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace onebit

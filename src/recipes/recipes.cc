@@ -1,0 +1,297 @@
+#include "recipes/recipes.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/embedded.h"
+#include "base/error.h"
+#include "base/shell.h"
+
+namespace onebit {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kDevices = {"cpu", "cuda"};
+const std::vector<std::string> kDrafters = {"none", "draft", "dflash", "mtp"};
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+bool contains(const std::vector<std::string>& items, const std::string& s) {
+  return std::find(items.begin(), items.end(), s) != items.end();
+}
+
+// Parses one recipe; `fail` throws with the origin prefixed.
+class RecipeParser {
+ public:
+  RecipeParser(const std::string& origin, const EngineArgs& engine) : origin_(origin), engine_(engine) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(origin_ + ": " + what); }
+
+  Recipe parse(const json& j, size_t index) const {
+    if (!j.is_object()) fail("recipes[" + std::to_string(index) + "] is not an object");
+    Recipe r;
+    auto id = j.find("id");
+    if (id == j.end()) fail("recipes[" + std::to_string(index) + "] has no \"id\"");
+    if (!id->is_string() || id->get<std::string>().empty())
+      fail("recipes[" + std::to_string(index) + "]: \"id\" must be a non-empty string");
+    r.id = id->get<std::string>();
+    const std::string who = "recipe \"" + r.id + "\"";
+
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      const json& v = it.value();
+      if (key == "id") continue;
+      if (key == "match") {
+        r.match = parse_match(v, who);
+      } else if (key == "args") {
+        r.args = parse_args(v, who);
+      } else if (key == "env") {
+        r.env = parse_env(v, who);
+      } else if (key == "why" || key == "measured" || key == "source") {
+        if (!v.is_string()) fail(who + ": \"" + key + "\" must be a string");
+        (key == "why" ? r.why : key == "measured" ? r.measured : r.source) = v.get<std::string>();
+      } else {
+        fail(who + ": unknown key \"" + key + "\"");
+      }
+    }
+    if (r.measured.empty()) fail(who + " has no \"measured\": every recipe needs the measurement behind it");
+    if (r.args.empty() && r.env.empty()) fail(who + " adds nothing (no args and no env)");
+    return r;
+  }
+
+ private:
+  std::vector<std::string> string_list(const json& v, const std::string& what) const {
+    if (!v.is_array()) fail(what + " must be a list of strings");
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+      if (!e.is_string()) fail(what + " must be a list of strings");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+
+  std::vector<std::string> value_list(const json& v, const std::string& what,
+                                      const std::vector<std::string>& known) const {
+    auto out = string_list(v, what);
+    for (const auto& s : out)
+      if (!contains(known, s)) fail(what + ": unknown value \"" + s + "\" (known: " + join(known) + ")");
+    return out;
+  }
+
+  RecipeMatch parse_match(const json& v, const std::string& who) const {
+    if (!v.is_object()) fail(who + ": \"match\" must be an object");
+    RecipeMatch m;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string& key = it.key();
+      const std::string what = who + ": match." + key;
+      if (key == "device") {
+        m.device = value_list(it.value(), what, kDevices);
+      } else if (key == "gpu") {
+        m.gpu = string_list(it.value(), what);
+        if (m.gpu->empty() || contains(*m.gpu, "")) fail(what + " must name GPU models");
+      } else if (key == "drafter") {
+        m.drafter = value_list(it.value(), what, kDrafters);
+      } else if (key == "architecture") {
+        m.architecture = string_list(it.value(), what);
+      } else if (key == "moe" || key == "hadamard_q4_0") {
+        if (!it.value().is_boolean()) fail(what + " must be true or false");
+        (key == "moe" ? m.moe : m.hadamard_q4_0) = it.value().get<bool>();
+      } else {
+        fail(who + ": unknown match key \"" + key + "\"");
+      }
+    }
+    if (m.gpu && m.device && !contains(*m.device, "cuda"))
+      fail(who + ": match.gpu names GPU models, but match.device leaves out cuda");
+    return m;
+  }
+
+  std::vector<std::string> parse_args(const json& v, const std::string& who) const {
+    auto args = string_list(v, who + ": \"args\"");
+    if (args.empty()) return args;
+    if (!EngineArgs::looks_like_flag(args.front()))
+      fail(who + ": args must start with a flag, not \"" + args.front() + "\"");
+    for (size_t i = 0; i < args.size();) {
+      const EngineOption* opt = engine_.find(args[i]);
+      if (opt == nullptr) fail(who + ": args: \"" + args[i] + "\" is not a llama-server option");
+      size_t n = opt->values;
+      if (i + 1 + n > args.size())
+        fail(who + ": args: " + args[i] + " needs " + std::to_string(n) + " value" + (n == 1 ? "" : "s"));
+      i += 1 + n;
+      if (i < args.size() && !EngineArgs::looks_like_flag(args[i]))
+        fail(who + ": args: \"" + args[i] + "\" follows " + args[i - 1 - n] + ", which takes " +
+             std::to_string(n) + " value" + (n == 1 ? "" : "s"));
+    }
+    return args;
+  }
+
+  std::vector<std::pair<std::string, std::string>> parse_env(const json& v, const std::string& who) const {
+    if (!v.is_object()) fail(who + ": \"env\" must be an object of strings");
+    std::vector<std::pair<std::string, std::string>> out;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string& name = it.key();
+      bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                   std::all_of(name.begin(), name.end(), [](char c) {
+                     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                   });
+      if (!valid) fail(who + ": env: \"" + name + "\" is not a valid variable name");
+      if (!it.value().is_string()) fail(who + ": env." + name + " must be a string");
+      out.emplace_back(name, it.value().get<std::string>());
+    }
+    return out;
+  }
+
+  const std::string& origin_;
+  const EngineArgs& engine_;
+};
+
+std::string json_error_text(const std::exception& e) {
+  std::string s = e.what();
+  // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
+  if (!s.empty() && s[0] == '[')
+    if (auto close = s.find("] "); close != std::string::npos) s.erase(0, close + 2);
+  return s;
+}
+
+std::string bracket(const std::vector<std::string>& items) { return "[" + join(items) + "]"; }
+
+}  // namespace
+
+RecipeSet parse_recipes(std::string_view text, const std::string& origin, const EngineArgs& engine) {
+  RecipeParser p(origin, engine);
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    p.fail("invalid JSON: " + json_error_text(e));
+  }
+  if (!root.is_object()) p.fail("the top level must be an object with a \"recipes\" list");
+  RecipeSet set;
+  set.origin = origin;
+  bool have_list = false;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it.key() == "about") {
+      if (!it.value().is_string()) p.fail("\"about\" must be a string");
+      set.about = it.value().get<std::string>();
+    } else if (it.key() == "recipes") {
+      if (!it.value().is_array()) p.fail("\"recipes\" must be a list");
+      have_list = true;
+    } else {
+      p.fail("unknown key \"" + it.key() + "\" at the top level");
+    }
+  }
+  if (!have_list) p.fail("no \"recipes\" list");
+  std::set<std::string> ids;
+  const json& list = root["recipes"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    Recipe r = p.parse(list[i], i);
+    if (!ids.insert(r.id).second) p.fail("duplicate recipe id \"" + r.id + "\"");
+    set.recipes.push_back(std::move(r));
+  }
+  return set;
+}
+
+RecipeSet load_recipes_file(const std::string& path, const EngineArgs& engine) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the recipes file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read the recipes file");
+  return parse_recipes(text.str(), path, engine);
+}
+
+const RecipeSet& builtin_recipes() {
+  static const RecipeSet set = parse_recipes(embedded::kRecipesJson, "built-in recipes", EngineArgs::builtin());
+  return set;
+}
+
+RecipeChoice::RecipeChoice(const std::string& file, bool none, const EngineArgs& engine) : none_(none) {
+  if (!none && !file.empty()) file_ = load_recipes_file(file, engine);
+}
+
+const RecipeSet* RecipeChoice::set() const { return none_ ? nullptr : file_ ? &*file_ : &builtin_recipes(); }
+
+std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_device) {
+  const RecipeMatch& m = r.match;
+  const ModelFacts& f = *t.facts;
+  if (!ignore_device && m.device && !contains(*m.device, t.device))
+    return "device " + t.device + " not in " + bracket(*m.device);
+  if (!ignore_device && m.gpu) {  // a GPU model implies cuda: the GPU counts only there
+    const std::string gpu = t.device == "cuda" ? t.gpu : "";
+    if (!contains(*m.gpu, gpu)) return "gpu " + (gpu.empty() ? std::string("none") : gpu) + " not in " + bracket(*m.gpu);
+  }
+  if (m.architecture && !contains(*m.architecture, f.architecture))
+    return "architecture " + f.architecture + " not in " + bracket(*m.architecture);
+  if (m.moe && *m.moe != f.moe) return std::string("needs ") + (*m.moe ? "a MoE model" : "a dense model");
+  if (m.hadamard_q4_0 && *m.hadamard_q4_0 != f.hadamard_q4_0)
+    return std::string("needs a model ") + (*m.hadamard_q4_0 ? "with" : "without") + " the Hadamard Q4_0 stamp";
+  if (m.drafter && !contains(*m.drafter, t.drafter))
+    return "drafter " + t.drafter + " not in " + bracket(*m.drafter);
+  return "";
+}
+
+std::string recipe_devices(const Recipe& r) {
+  if (r.match.gpu) return "device cuda (gpu " + join(*r.match.gpu) + ")";
+  return r.match.device ? "device " + join(*r.match.device) : "any device";
+}
+
+std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const DeviceChoice& where) {
+  if (set == nullptr || where.device != "cuda" || !where.gpu.empty() ||
+      std::none_of(set->recipes.begin(), set->recipes.end(), [](const Recipe& r) { return r.match.gpu.has_value(); }))
+    return "";
+  return who + ": the engine names no GPU model; recipes for a GPU model are left out";
+}
+
+bool ChildEnv::has(const std::string& name) const {
+  if (inherited.count(name)) return true;
+  return std::any_of(added.begin(), added.end(), [&](const auto& kv) { return kv.first == name; });
+}
+
+std::string AppliedRecipe::describe() const {
+  std::vector<std::string> parts;
+  if (!args.empty()) parts.push_back(shell_join(args));
+  for (const auto& [k, v] : env) parts.push_back(shell_quote(k + "=" + v));
+  return join(parts, " ");
+}
+
+std::vector<AppliedRecipe> apply_recipes(const RecipeSet& set, const RecipeTarget& target,
+                                         const EngineArgs& engine, std::vector<std::string>& argv,
+                                         ChildEnv& env) {
+  std::vector<AppliedRecipe> applied;
+  for (const Recipe& r : set.recipes) {
+    if (!recipe_mismatch(r, target).empty()) continue;
+    AppliedRecipe a;
+    a.id = r.id;
+    for (size_t i = 0; i < r.args.size();) {
+      const EngineOption* opt = engine.find(r.args[i]);
+      size_t n = opt->values;
+      bool present = engine.present_on(argv, *opt) ||
+                     (!opt->env.empty() && (env.has(opt->env) || env.has(opt->negated_env())));
+      if (!present) {
+        argv.insert(argv.end(), r.args.begin() + i, r.args.begin() + i + 1 + n);
+        a.args.insert(a.args.end(), r.args.begin() + i, r.args.begin() + i + 1 + n);
+      }
+      i += 1 + n;
+    }
+    for (const auto& [k, v] : r.env) {
+      if (env.has(k)) continue;
+      env.add(k, v);
+      a.env.emplace_back(k, v);
+    }
+    if (!a.args.empty() || !a.env.empty()) applied.push_back(std::move(a));
+  }
+  return applied;
+}
+
+}  // namespace onebit

@@ -1,0 +1,114 @@
+// Recipes: tuned engine settings kept as data, each with the measurement that justifies it.
+//
+// A recipes file is JSON: {"about": "...", "recipes": [ {id, match, args, env, why, measured,
+// source} ]}. `id` and `measured` are required; `match` keys (all optional, missing = any) are
+// device, gpu, architecture, drafter (lists of strings) and moe, hadamard_q4_0 (booleans). gpu
+// names GPU models exactly as the engine lists them ("NVIDIA H200"; it implies cuda): a setting
+// measured on one GPU is not assumed to win on another. A recipe
+// must add something: args (starting with a flag) or env. The built-in set is config/recipes.json,
+// compiled in; `--recipes FILE` replaces it.
+//
+// Application happens in file order after serve's own arguments. A flag is added only when the
+// engine command line has no spelling of that option yet (aliases included, and its LLAMA_ARG_*
+// variable counts as a spelling); an env variable only when it is not set.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/engine_args.h"
+#include "model/gguf_facts.h"
+
+namespace onebit {
+
+struct RecipeMatch {
+  std::optional<std::vector<std::string>> device;
+  std::optional<std::vector<std::string>> gpu;
+  std::optional<std::vector<std::string>> architecture;
+  std::optional<std::vector<std::string>> drafter;
+  std::optional<bool> moe;
+  std::optional<bool> hadamard_q4_0;
+};
+
+struct Recipe {
+  std::string id;
+  RecipeMatch match;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // in file order
+  std::string why;
+  std::string measured;
+  std::string source;
+};
+
+struct RecipeSet {
+  std::string origin;  // the file path, or "built-in recipes"
+  std::string about;
+  std::vector<Recipe> recipes;
+};
+
+// Parses and validates. Throws Error("<origin>: <what is wrong>").
+RecipeSet parse_recipes(std::string_view json_text, const std::string& origin, const EngineArgs& engine);
+RecipeSet load_recipes_file(const std::string& path, const EngineArgs& engine);
+const RecipeSet& builtin_recipes();
+
+// The set a command applies, from its --recipes FILE and --no-recipes: none, FILE's (read when
+// constructed, so a bad file stops the command before anything starts) or the built-in one.
+class RecipeChoice {
+ public:
+  RecipeChoice(const std::string& file, bool none, const EngineArgs& engine);
+  const RecipeSet* set() const;  // nullptr: apply none; valid while this object lives
+
+ private:
+  bool none_;
+  std::optional<RecipeSet> file_;
+};
+
+// What a recipe is matched against.
+struct RecipeTarget {
+  std::string device;   // cpu, cuda
+  std::string gpu;      // the engine's GPU ("NVIDIA H200"; "" unknown), counted only with cuda
+  std::string drafter;  // none, draft, dflash, mtp
+  const ModelFacts* facts = nullptr;
+};
+
+// Empty when the recipe matches, else the first reason it does not ("architecture llama not in
+// [qwen3moe]"). With `ignore_device`, the device and gpu conditions are skipped (used by
+// `1bit facts`).
+std::string recipe_mismatch(const Recipe& recipe, const RecipeTarget& target, bool ignore_device = false);
+
+// Where a recipe can apply, in words: "any device", "device cpu, cuda", "device cuda (gpu NVIDIA
+// H200)" (a GPU model implies cuda).
+std::string recipe_devices(const Recipe& recipe);
+
+// Recipes for a GPU model cannot apply on a CUDA device whose model the engine does not name: the
+// line that says so, "<who>: the engine names no GPU model; ...", when `set` has such recipes
+// and `where` is cuda with no GPU named; else "".
+std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const DeviceChoice& where);
+
+// The environment as the child will see it: the parent's variables plus those serve adds.
+struct ChildEnv {
+  std::map<std::string, std::string> inherited;
+  std::vector<std::pair<std::string, std::string>> added;  // in order of addition
+  bool has(const std::string& name) const;
+  void add(const std::string& name, const std::string& value) { added.emplace_back(name, value); }
+};
+
+struct AppliedRecipe {
+  std::string id;
+  std::vector<std::string> args;                           // what this recipe appended
+  std::vector<std::pair<std::string, std::string>> env;    // what this recipe set
+  std::string describe() const;                            // "-ub 1024 GGML_X=1"
+};
+
+// Applies every matching recipe of `set` in order to `argv` (the engine command line after the
+// program name) and `env`, and returns those that added something.
+std::vector<AppliedRecipe> apply_recipes(const RecipeSet& set, const RecipeTarget& target,
+                                         const EngineArgs& engine, std::vector<std::string>& argv,
+                                         ChildEnv& env);
+
+}  // namespace onebit

@@ -1,0 +1,47 @@
+#include "serve/proxy.h"
+
+namespace onebit {
+namespace {
+
+// What stays open when an API key is set, as in the engine: health checks, CORS preflights, and
+// the web UI's page and static files (GET of "/" or of a path whose last segment has a file
+// extension; no API route has one), so a browser can load the UI and then send the key.
+bool is_public(const RequestHead& req, const std::string& path) {
+  if (req.method == "OPTIONS" || path == "/health" || path == "/v1/health") return true;
+  if (req.method != "GET" && req.method != "HEAD") return false;
+  return path == "/" || path.find('.', path.rfind('/')) != std::string::npos;
+}
+
+ServerConfig server_config(const ProxyConfig& c) {
+  ServerConfig s;
+  s.api_key = c.api_key;
+  s.is_public = is_public;
+  s.max_body_bytes = c.max_body_bytes;
+  return s;
+}
+
+}  // namespace
+
+Proxy::Proxy(ProxyConfig config, std::vector<Backend> backends, Router router)
+    : backends_(std::move(backends)),
+      router_(std::move(router)),
+      server_(server_config(config), [this](const Request& req, Responder& r) { return handle(req, r); }) {}
+
+bool Proxy::handle(const Request& req, Responder& r) {
+  if (!ready_) return r.send_error(503, "Loading model", "unavailable_error");
+  RouteDecision route;
+  if (router_) {
+    try {
+      route = router_(req.head, req.body);
+    } catch (const std::exception& e) {
+      route.error_status = 500;
+      route.error = std::string("routing failed: ") + e.what();
+    }
+  }
+  if (route.error_status != 0) return r.send_error(route.error_status, route.error, "server_error");
+  Headers extra;
+  if (!route.header.empty()) extra.push_back({"X-1bit-Route", route.header});
+  return r.forward(backends_[route.backend].engine, req, extra);
+}
+
+}  // namespace onebit

@@ -1,0 +1,104 @@
+#include "serve/serve_options.h"
+
+#include <cstdlib>
+
+#include "base/cli.h"
+#include "base/error.h"
+
+namespace onebit {
+namespace {
+
+std::vector<CliOption> serve_table(ServeOptions& o) {
+  auto text = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
+  return {
+      {{"-m", "--model"}, "FILE", "the GGUF model to serve (default: the shipped 1bit-tiny model)", text(o.model)},
+      {{"--host"}, "HOST", "address to listen on (default: 127.0.0.1)", text(o.host)},
+      {{"--port"}, "PORT", "port to listen on (default: 8080; 0 picks a free one)",
+       [&o](const std::string& v) { o.port = static_cast<int>(parse_int_option("--port", v, 0, 65535)); }},
+      {{"--device"}, "DEV", "auto, cpu or cuda (default: auto = cuda when the engine has CUDA and\na GPU is visible, else cpu)",
+       [&o](const std::string& v) {
+         if (v != "auto" && v != "cpu" && v != "cuda") throw Error("--device: \"" + v + "\" is not one of auto, cpu, cuda");
+         o.device = v;
+       }},
+      {{"-c", "--ctx-size"}, "N", "context size in tokens (default: the engine's)",
+       [&o](const std::string& v) { o.ctx_size = parse_int_option("--ctx-size", v, 0, 1ll << 32); }},
+      {{"-fa", "--flash-attn"}, "", "flash attention; alone it means on",
+       [&o](const std::string& v) { o.flash_attn = v.empty() ? "on" : v; }, {"on", "off", "auto"}},
+      {{"-np", "--parallel"}, "N", "number of parallel slots",
+       [&o](const std::string& v) { o.parallel = parse_int_option("--parallel", v, 1, 4096); }},
+      {{"--draft"}, "FILE", "speculative decoding with a small draft model of the same vocabulary", text(o.draft)},
+      {{"--dflash"}, "FILE", "speculative decoding with a dflash drafter", text(o.dflash)},
+      {{"--mtp"}, "", "speculative decoding with the model's own next-token (MTP) layers",
+       [&o](const std::string&) { o.mtp = true; }},
+      {{"--draft-max"}, "N", "most tokens drafted per step (default: dflash block size - 1, or 16)",
+       [&o](const std::string& v) { o.draft_max = parse_int_option("--draft-max", v, 1, 1024); }},
+      {{"--draft-p-min"}, "P", "least probability for a drafted token to be kept, 0..1",
+       [&o](const std::string& v) {
+         parse_double_option("--draft-p-min", v, 0.0, 1.0);
+         o.draft_p_min = v;
+       }},
+      {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones", text(o.recipes_file)},
+      {{"--no-recipes"}, "", "apply no recipes", [&o](const std::string&) { o.no_recipes = true; }},
+      {{"--dry-run"}, "", "print the engine command (after the recipe lines) and exit",
+       [&o](const std::string&) { o.dry_run = true; }},
+      {{"--llama-server"}, "PATH", "the engine binary (default: $ONEBIT_LLAMA_SERVER, else the one\nbuilt beside 1bit)",
+       text(o.llama_server)},
+      {{"--load-timeout"}, "S", "seconds to wait for the model to load (default: 600)",
+       [&o](const std::string& v) { o.load_timeout_s = parse_double_option("--load-timeout", v, 0.001, 1e6); }},
+      {{"--api-key"}, "KEY", "require \"Authorization: Bearer KEY\" (default: $ONEBIT_API_KEY)", text(o.api_key)},
+      {{"--long-model"}, "FILE", "a second model for long conversations (see --long-from)", text(o.long_model)},
+      {{"--long-from"}, "N", "conversations whose first request has at least N tokens go to\n--long-model (default: 2048)",
+       [&o](const std::string& v) { o.long_from = parse_int_option("--long-from", v, 1, 1ll << 32); }},
+      {{"--engine-log"}, "FILE", "append the engine's output to FILE", text(o.engine_log)},
+      {{"--max-body-mb"}, "N", "largest request body accepted, in MiB (default: 64; larger: 413)",
+       [&o](const std::string& v) { o.max_body_mb = parse_int_option("--max-body-mb", v, 1, 1 << 20); }},
+      {{"-v", "--verbose"}, "", "copy the engine's output to stderr", [&o](const std::string&) { o.verbose = true; }},
+  };
+}
+
+}  // namespace
+
+std::string ServeOptions::drafter_kind() const {
+  if (!draft.empty()) return "draft";
+  if (!dflash.empty()) return "dflash";
+  if (mtp) return "mtp";
+  return "none";
+}
+
+ServeOptions parse_serve_options(const std::vector<std::string>& args) {
+  ServeOptions o;
+  if (const char* v = std::getenv("ONEBIT_LLAMA_SERVER"); v && *v) o.llama_server = v;
+  if (const char* v = std::getenv("ONEBIT_API_KEY"); v && *v) o.api_key = v;
+  bool long_from_set = false;
+  std::vector<CliOption> table = serve_table(o);
+  for (auto& opt : table)
+    if (opt.names.back() == "--long-from") {
+      auto inner = opt.set;
+      opt.set = [inner, &long_from_set](const std::string& v) {
+        inner(v);
+        long_from_set = true;
+      };
+    }
+  CliParse p = parse_cli(table, args);
+  o.help = p.help;
+  if (!p.positional.empty()) throw Error("unexpected argument \"" + p.positional.front() + "\" (the model goes after -m)");
+  o.engine_args = p.after_dashes;
+  int drafters = !o.draft.empty() + !o.dflash.empty() + o.mtp;
+  if (drafters > 1) throw Error("--draft, --dflash and --mtp exclude each other: choose one drafter");
+  if (drafters == 0 && (o.draft_max || !o.draft_p_min.empty()))
+    throw Error("--draft-max and --draft-p-min need a drafter (--draft, --dflash or --mtp)");
+  if (long_from_set && o.long_model.empty()) throw Error("--long-from needs --long-model");
+  return o;
+}
+
+std::string serve_usage() {
+  ServeOptions o;
+  return "usage: 1bit serve [options] [-- engine arguments...]\n\n"
+         "Serves one GGUF model behind an OpenAI-compatible API: reads the model's facts, applies\n"
+         "the matching recipes, starts llama-server as a private child on a free loopback port and\n"
+         "proxies every request to it. Arguments after \"--\" go to llama-server as they are.\n\n"
+         "options:\n" +
+         format_options(serve_table(o));
+}
+
+}  // namespace onebit
