@@ -17,8 +17,7 @@
 #include "base/error.h"
 #include "base/shell.h"
 #include "bench/machine.h"
-#include "engine/child_process.h"
-#include "engine/port_owner.h"
+#include "engine/engine_process.h"
 #include "http/conn.h"
 #include "http/net.h"
 #include "model/gguf_facts.h"
@@ -76,35 +75,29 @@ std::string read_prompt(const BenchOptions& o) {
 class Server {
  public:
   Server(const BenchOptions& o, const BenchConfig& c, int round, const std::atomic<bool>& stop) {
-    port_ = pick_free_port("127.0.0.1");
-    std::vector<std::string> args = {"serve", "-m", o.model, "--port", std::to_string(port_), "--load-timeout",
-                                     std::to_string(o.load_timeout_s), "-v"};
-    args.insert(args.end(), c.args.begin(), c.args.end());
-    log_ = o.log_dir.empty() ? "" : o.log_dir + "/" + c.name + "-round" + std::to_string(round) + ".log";
-    // Bench's clients send no key: a key in the user's environment must not lock them out.
-    child_ = ChildProcess::start({o.onebit, args, c.env, {"ONEBIT_API_KEY"}, log_, false});
-    const auto deadline = Clock::now() + std::chrono::duration<double>(o.load_timeout_s + 30);
-    while (true) {
-      if (stop) throw Error("interrupted");
-      if (!child_->running()) {
-        std::string lines;
-        for (const auto& l : child_->last_lines(8)) lines += "\n  | " + l;
-        throw Error("config " + c.name + ": serve exited with code " + std::to_string(child_->exit_code().value_or(-1)) +
-                    " before it was ready" + (log_.empty() ? "" : " (log: " + log_ + ")") + lines);
-      }
-      if (child_ready_on(child_->pid(), port_)) break;
-      if (Clock::now() > deadline) throw Error("config " + c.name + ": serve did not get ready in time");
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
+    const std::string log = o.log_dir.empty() ? "" : o.log_dir + "/" + c.name + "-round" + std::to_string(round) + ".log";
+    EngineLaunch launch;
+    launch.name = "config " + c.name + ": serve";
+    launch.command = [&](int port) {
+      std::vector<std::string> args = {"serve", "-m", o.model, "--port", std::to_string(port), "--load-timeout",
+                                       std::to_string(o.load_timeout_s), "-v"};
+      args.insert(args.end(), c.args.begin(), c.args.end());
+      // Bench's clients send no key: a key in the user's environment must not lock them out.
+      return ChildSpec{o.onebit, args, c.env, {"ONEBIT_API_KEY"}, log, false};
+    };
+    launch.pick_port = [] { return pick_free_port("127.0.0.1"); };
+    launch.while_loading = "before it was ready" + (log.empty() ? "" : " (log: " + log + ")");
+    serve_ = std::make_unique<EngineProcess>(std::move(launch));
+    if (!wait_until_ready({serve_.get()}, o.load_timeout_s + 30, [&](auto d) {
+          std::this_thread::sleep_for(d);
+          return stop.load();
+        }))
+      throw Error("interrupted");
   }
-  ~Server() { child_->stop(); }
-  int port() const { return port_; }
-  pid_t pid() const { return child_->pid(); }
+  int port() const { return serve_->port(); }
 
  private:
-  int port_ = 0;
-  std::string log_;
-  std::unique_ptr<ChildProcess> child_;
+  std::unique_ptr<EngineProcess> serve_;
 };
 
 json timings_of(const json& body, const std::string& what) {

@@ -21,9 +21,6 @@ bool process_owns_port(pid_t pid, int port);
 // Whether some process listens on `port` (on any local address).
 bool port_has_listener(int port);
 
-// How many fresh ports serve and lemonade try for a child whose port another program took first.
-constexpr int kPortAttempts = 5;
-
 // Whether child `pid` is ready on `port`: its /health answers 200 and it owns the port, so the
 // answer is not another program's.
 bool child_ready_on(pid_t pid, int port);

@@ -91,7 +91,7 @@ ModelManager::~ModelManager() {
     std::lock_guard<std::mutex> lock(mu_);
     all.swap(loaded_);
   }
-  for (auto& [name, m] : all) m->child->stop();
+  for (auto& [name, m] : all) m->engine->stop();
   all.clear();
   if (spawner_.joinable()) spawner_.join();
 }
@@ -122,7 +122,7 @@ std::unique_ptr<ChildProcess> ModelManager::spawn(const ChildSpec& spec) {
   return result.get();
 }
 
-bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, const ModelFacts& facts,
+void ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, const ModelFacts& facts,
                                   const std::string& device, LoadedModel& m) {
   auto fail = [&](const std::string& why) { return ModelError(500, "model_load_error", e.id + ": " + why, e.id); };
   LaunchInputs in;
@@ -131,37 +131,33 @@ bool ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   in.model = &facts;
   in.program = config_.llama_server;
   in.where = {device, auto_device_.gpu};  // the GPU counts only where device is cuda
-  in.port = m.port;
   in.recipes = config_.recipes;
   in.environment = current_environment();
-  LaunchPlan plan;
   try {
-    plan = plan_launch(in, EngineArgs::builtin());
+    for (const auto& line : plan_launch(in, EngineArgs::builtin()).recipe_lines("1bit lemonade: " + e.id))
+      std::cerr << line << "\n";
+    const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
+    EngineLaunch launch;
+    launch.name = "the engine";
+    launch.command = [&](int port) {
+      in.port = port;
+      const LaunchPlan plan = plan_launch(in, EngineArgs::builtin());
+      return ChildSpec{plan.program, plan.args, with_engine_key(plan.env_added, m.key), plan.env_removed, log, false};
+    };
+    launch.pick_port = [] { return free_port_from(8001); };
+    launch.on_new_port = [&](int taken, int) {
+      std::cerr << "1bit lemonade: " << e.id << ": port " << taken << " was taken by another program; trying another\n";
+    };
+    launch.spawn = [this](const ChildSpec& spec) { return spawn(spec); };
+    m.engine = std::make_unique<EngineProcess>(std::move(launch));
+    const bool ready = wait_until_ready({m.engine.get()}, config_.load_timeout_s, [this](auto d) {
+      std::unique_lock<std::mutex> lock(spawn_mu_);
+      return spawn_cv_.wait_for(lock, d, [this] { return stopping_; });
+    });
+    if (!ready) throw Error("the server is stopping");
   } catch (const Error& err) {
+    m.engine.reset();
     throw fail(err.what());
-  }
-  for (const auto& line : plan.recipe_lines("1bit lemonade: " + e.id)) std::cerr << line << "\n";
-  const std::string log = config_.log_dir.empty() ? "" : config_.log_dir + "/" + e.id + ".log";
-  try {
-    m.child = spawn({plan.program, plan.args, with_engine_key(plan.env_added, m.key), plan.env_removed, log, false});
-  } catch (const Error& err) {
-    throw fail(err.what());
-  }
-  const auto deadline = Clock::now() + std::chrono::duration<double>(config_.load_timeout_s);
-  while (true) {
-    if (!m.child->running()) {
-      if (port_has_listener(m.port)) return false;
-      std::string lines;
-      for (const auto& l : m.child->last_lines(6)) lines += (lines.empty() ? "" : " | ") + l;
-      throw fail("the engine exited with code " + std::to_string(m.child->exit_code().value_or(-1)) +
-                 " while loading: " + lines);
-    }
-    if (child_ready_on(m.child->pid(), m.port)) return true;
-    if (Clock::now() > deadline) {
-      m.child->stop();
-      throw fail("the engine did not load within " + std::to_string(static_cast<int>(config_.load_timeout_s)) + " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
 
@@ -191,18 +187,9 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   m->device = device;
   m->options = options;
   m->key = new_engine_key();
-  // The port was free when picked, but another program (or another 1bit) may take it before our
-  // engine binds it; then the engine exits at once and the load is tried again on a fresh port.
-  for (int attempt = 1;; ++attempt) {
-    m->port = free_port_from(8001);
-    if (launch_backend(e, o, facts, device, *m)) break;
-    if (attempt == kPortAttempts)
-      throw fail("could not get a port for the engine: " + std::to_string(kPortAttempts) +
-                 " ports in a row were taken by other programs before it could listen");
-    std::cerr << "1bit lemonade: " << e.id << ": port " << m->port << " was taken by another program; trying another\n";
-  }
+  launch_backend(e, o, facts, device, *m);
   m->last_use_ms = epoch_ms();
-  std::cerr << "1bit lemonade: loaded " << e.id << " on " << device << " at http://127.0.0.1:" << m->port << "\n";
+  std::cerr << "1bit lemonade: loaded " << e.id << " on " << device << " at http://127.0.0.1:" << m->engine->port() << "\n";
   return m;
 }
 
@@ -211,7 +198,7 @@ void ModelManager::stop_when_idle(std::unique_lock<std::mutex>& lock, std::share
   idle_cv_.wait(lock, [&] { return m->busy == 0; });
   loaded_.erase(m->name);
   lock.unlock();
-  m->child->stop();
+  m->engine->stop();
   std::cerr << "1bit lemonade: unloaded " << m->name << "\n";
   lock.lock();
 }
@@ -241,9 +228,9 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<LoadedModel>> evicted;  // unloaded for this load, in order
   if (auto it = loaded_.find(name); it != loaded_.end()) {
-    if (only_if_missing && it->second->child->running())
+    if (only_if_missing && it->second->engine->running())
       return {{"status", "success"}, {"model_name", name}, {"checkpoint", e->checkpoint}, {"recipe", "llamacpp"}};
-    if (it->second->child->running()) evicted.push_back(it->second);  // a dead one is not given back
+    if (it->second->engine->running()) evicted.push_back(it->second);  // a dead one is not given back
     stop_when_idle(lock, it->second);
   }
   while (config_.max_loaded >= 0) {
@@ -290,7 +277,7 @@ ModelManager::Lease ModelManager::acquire(const std::string& name) {
   // A model that is loaded, running and not on its way out.
   auto lease_if_servable = [&]() -> std::optional<Lease> {
     auto it = loaded_.find(name);
-    if (it == loaded_.end() || it->second->stopping || !it->second->child->running()) return std::nullopt;
+    if (it == loaded_.end() || it->second->stopping || !it->second->engine->running()) return std::nullopt;
     it->second->busy++;
     it->second->last_use_ms = epoch_ms();
     last_used_ = name;
@@ -343,12 +330,12 @@ void ModelManager::monitor() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = loaded_.begin(); it != loaded_.end();) {
-      if (it->second->child->running()) {
+      if (it->second->engine->running()) {
         ++it;
         continue;
       }
-      json lines = it->second->child->last_lines(5);
-      crashed_.push_back({{"model_name", it->first}, {"exit_code", it->second->child->exit_code().value_or(-1)},
+      json lines = it->second->engine->last_lines();
+      crashed_.push_back({{"model_name", it->first}, {"exit_code", it->second->engine->exit_code().value_or(-1)},
                           {"time", epoch_ms()}, {"last_lines", lines}});
       if (crashed_.size() > 10) crashed_.erase(crashed_.begin());
       std::cerr << "1bit lemonade: the backend of " << it->first << " died; it loads again on the next request\n";
@@ -363,7 +350,7 @@ json ModelManager::health() const {
   for (const auto& [name, m] : loaded_)
     all.push_back({{"model_name", name}, {"checkpoint", m->checkpoint}, {"last_use", m->last_use_ms}, {"type", m->type},
                    {"device", m->device}, {"recipe", "llamacpp"}, {"recipe_options", m->options},
-                   {"backend_url", "http://127.0.0.1:" + std::to_string(m->port) + "/v1"}, {"pid", m->child->pid()},
+                   {"backend_url", "http://127.0.0.1:" + std::to_string(m->engine->port()) + "/v1"}, {"pid", m->engine->pid()},
                    {"busy", m->busy > 0}});
   json max = {{"llm", config_.max_loaded}, {"embedding", config_.max_loaded}, {"reranking", config_.max_loaded}};
   return {{"model_loaded", last_used_.empty() || !loaded_.count(last_used_) ? json(nullptr) : json(last_used_)},

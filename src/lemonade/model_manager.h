@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "engine/child_process.h"
 #include "engine/device.h"
+#include "engine/engine_process.h"
 #include "http/server.h"
 #include "lemonade/catalog.h"
 #include "model/gguf_facts.h"
@@ -61,9 +62,8 @@ struct ManagerConfig {
 struct LoadedModel {
   std::string name, checkpoint, path, type, device;
   nlohmann::json options;  // the effective load options
-  int port = 0;
   std::string key;  // the engine's own key (engine/engine_key.h)
-  std::unique_ptr<ChildProcess> child;
+  std::unique_ptr<EngineProcess> engine;
   int64_t last_use_ms = 0;
   int busy = 0;
   bool stopping = false;  // waiting to be unloaded: new requests wait and load it again
@@ -85,8 +85,8 @@ class ModelManager {
     Lease(Lease&& o) noexcept : m_(o.m_), model_(std::move(o.model_)) { o.m_ = nullptr; }
     Lease(const Lease&) = delete;
     ~Lease();
-    int port() const { return model_->port; }
-    Upstream engine() const { return {model_->port, model_->key}; }
+    int port() const { return model_->engine->port(); }
+    Upstream engine() const { return {model_->engine->port(), model_->key}; }
     const LoadedModel& model() const { return *model_; }
 
    private:
@@ -111,9 +111,8 @@ class ModelManager {
   // After a failed load: the models unloaded for it (its own previous instance, those evicted to
   // make room) are loaded again with their options (best effort; load_mu_ held, mu_ free).
   void restore(const std::vector<std::shared_ptr<LoadedModel>>& evicted);
-  // Starts the engine on m.port and waits for it to load. False when another program held the
-  // port, so the engine could not listen; throws ModelError for every other failure.
-  bool launch_backend(const CatalogEntry& entry, const ServeOptions& options, const ModelFacts& facts,
+  // Starts m's engine and waits for it to load. Throws ModelError when it does not.
+  void launch_backend(const CatalogEntry& entry, const ServeOptions& options, const ModelFacts& facts,
                       const std::string& device, LoadedModel& m);
   // Takes its own reference: it erases the map entry that a caller's reference might point into.
   void stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m);
