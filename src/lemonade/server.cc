@@ -1,7 +1,7 @@
 #include "lemonade/server.h"
 
 #include <chrono>
-#include <set>
+#include <string_view>
 
 #include "base/embedded.h"
 #include "lemonade/system_info.h"
@@ -13,13 +13,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 const char* const kPrefixes[] = {"/api/v0/", "/api/v1/", "/v0/", "/v1/"};
-const std::set<std::string> kGetRoutes = {"health", "live", "models", "system-info", "system-stats", "stats"};
-const std::set<std::string> kPostRoutes = {"load", "unload", "pull", "delete", "chat/completions", "completions",
-                                           "responses", "embeddings", "reranking"};
-// Where the engine serves each inference route.
-const std::map<std::string, std::string> kEngineRoutes = {
-    {"chat/completions", "/v1/chat/completions"}, {"completions", "/v1/completions"}, {"responses", "/v1/responses"},
-    {"embeddings", "/v1/embeddings"},             {"reranking", "/v1/rerank"}};
 
 const Headers kCors = {{"Access-Control-Allow-Origin", "*"}};
 
@@ -101,6 +94,28 @@ bool LemonadeServer::send_json(Responder& r, int status, const json& body) {
   return r.send(status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), kCors);
 }
 
+const std::vector<LemonadeServer::Route>& LemonadeServer::routes() {
+  static const std::vector<Route> table = {
+      {"GET", "live", &LemonadeServer::live},
+      {"GET", "health", &LemonadeServer::health},
+      {"GET", "models", &LemonadeServer::list_models},
+      {"GET", "models/{id}", &LemonadeServer::show_model},
+      {"GET", "system-info", &LemonadeServer::machine_info},
+      {"GET", "system-stats", &LemonadeServer::machine_stats},
+      {"GET", "stats", &LemonadeServer::last_request_stats},
+      {"POST", "load", &LemonadeServer::load},
+      {"POST", "unload", &LemonadeServer::unload},
+      {"POST", "pull", &LemonadeServer::pull},
+      {"POST", "delete", &LemonadeServer::remove},
+      {"POST", "chat/completions", &LemonadeServer::infer, "/v1/chat/completions"},
+      {"POST", "completions", &LemonadeServer::infer, "/v1/completions"},
+      {"POST", "responses", &LemonadeServer::infer, "/v1/responses"},
+      {"POST", "embeddings", &LemonadeServer::infer, "/v1/embeddings"},
+      {"POST", "reranking", &LemonadeServer::infer, "/v1/rerank"},
+  };
+  return table;
+}
+
 bool LemonadeServer::handle(const Request& req, Responder& r) {
   const std::string& m = req.head.method;
   if (m == "OPTIONS")
@@ -112,22 +127,37 @@ bool LemonadeServer::handle(const Request& req, Responder& r) {
     return r.send(200, "text/html; charset=utf-8", m == "HEAD" ? "" : embedded::kLemonadePage);
   }
   if (req.path == "/metrics") return r.send(200, "text/plain; version=0.0.4", metrics());
-  std::string route;
-  if (req.path == "/live") route = "live";
+  std::string path;
+  if (req.path == "/live") path = "live";
   for (const char* p : kPrefixes)
-    if (req.path.rfind(p, 0) == 0) route = req.path.substr(std::string(p).size());
-  const bool get_route = kGetRoutes.count(route) || route.rfind("models/", 0) == 0;
-  const bool post_route = kPostRoutes.count(route) > 0;
-  if (!get_route && !post_route) return send_json(r, 404, text_error("not found: " + req.path));
-  if (get_route && m == "HEAD") return r.send(200, "application/json", "", kCors);
-  if ((get_route && m != "GET") || (post_route && m != "POST"))
-    return send_json(r, 405, text_error(req.path + " answers " + (get_route ? "GET" : "POST") + ", not " + m));
+    if (req.path.rfind(p, 0) == 0) path = req.path.substr(std::string(p).size());
+  const Route* route = nullptr;
+  std::string id;
+  for (const Route& candidate : routes()) {
+    const std::string_view pattern = candidate.pattern;
+    const size_t wild = pattern.find("{id}");
+    if (wild == std::string_view::npos ? path == pattern : path.compare(0, wild, pattern.substr(0, wild)) == 0) {
+      route = &candidate;
+      if (wild != std::string_view::npos) id = path.substr(wild);
+      break;
+    }
+  }
+  if (route == nullptr) return send_json(r, 404, text_error("not found: " + req.path));
+  const bool get = std::string_view(route->method) == "GET";
+  if (get && m == "HEAD") return r.send(200, "application/json", "", kCors);
+  if (m != route->method)
+    return send_json(r, 405, text_error(req.path + " answers " + route->method + ", not " + m));
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
-    ++requests_[route.rfind("models/", 0) == 0 ? "models/{id}" : route];
+    ++requests_[route->pattern];
   }
   try {
-    return route_api(route, req, r);
+    Call call{req, *route, id, json::object()};
+    if (!get) {
+      call.body = json::parse(req.body.empty() ? std::string("{}") : req.body, nullptr, false);
+      if (!call.body.is_object()) return send_json(r, 400, text_error("the request body is not a JSON object"));
+    }
+    return (this->*route->handler)(call, r);
   } catch (const ModelError& e) {
     return send_json(r, e.status, e.to_json());
   } catch (const Error& e) {
@@ -135,100 +165,111 @@ bool LemonadeServer::handle(const Request& req, Responder& r) {
   }
 }
 
-bool LemonadeServer::route_api(const std::string& route, const Request& req, Responder& r) {
-  if (route == "live") return send_json(r, 200, {{"status", "ok"}});
-  if (route == "health") {
-    json h = models_.health();
-    h["status"] = "ok";
-    h["version"] = ONEBIT_VERSION;
-    return send_json(r, 200, h);
-  }
-  if (route == "models") {
-    const bool all = req.head.target.find("show_all=true") != std::string::npos ||
-                     req.head.target.find("show_all=1") != std::string::npos;
-    json data = json::array();
-    for (const auto& e : catalog_.list(all)) data.push_back(Catalog::to_json(e, catalog_.saved_options(e.id)));
-    return send_json(r, 200, {{"object", "list"}, {"data", data}});
-  }
-  if (route.rfind("models/", 0) == 0) {
-    const std::string id = route.substr(7);
-    auto e = catalog_.find(id);
-    if (!e) throw ModelError(404, "model_not_found", "model \"" + id + "\" is not in the catalog", id);
-    return send_json(r, 200, Catalog::to_json(*e, catalog_.saved_options(id)));
-  }
-  if (route == "system-info") return send_json(r, 200, system_info());
-  if (route == "system-stats") return send_json(r, 200, system_stats());
-  if (route == "stats") {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    json s = last_stats_.is_null() ? json{{"time_to_first_token", nullptr}, {"tokens_per_second", nullptr},
-                                          {"input_tokens", nullptr}, {"output_tokens", nullptr},
-                                          {"decode_token_times", json::array()}, {"prompt_tokens", nullptr}}
-                                    : last_stats_;
-    return r.send(200, "application/json", s.dump(), kCors);
-  }
+bool LemonadeServer::live(const Call&, Responder& r) { return send_json(r, 200, {{"status", "ok"}}); }
 
-  json body = json::parse(req.body.empty() ? std::string("{}") : req.body, nullptr, false);
-  if (!body.is_object()) return send_json(r, 400, text_error("the request body is not a JSON object"));
-  if (kEngineRoutes.count(route)) return infer(route, req, body, r);
-
-  auto name = [&](bool required) {
-    if (!body.contains("model_name") || body["model_name"].is_null()) {
-      if (required) throw Error("model_name is required");
-      return std::string();
-    }
-    if (!body["model_name"].is_string()) throw Error("model_name must be a string");
-    return body["model_name"].get<std::string>();
-  };
-  if (route == "load") return send_json(r, 200, models_.load(name(true), body));
-  if (route == "unload") {
-    const std::string n = name(false);
-    if (n.empty()) {
-      models_.unload_all();
-      return send_json(r, 200, {{"status", "success"}, {"message", "all models unloaded"}});
-    }
-    if (!models_.unload(n)) throw ModelError(404, "model_not_found", "model \"" + n + "\" is not loaded", n);
-    return send_json(r, 200, {{"status", "success"}, {"message", n + " unloaded"}});
-  }
-  if (route == "pull") {
-    const std::string n = name(true);
-    if (body.contains("recipe") && body["recipe"] != "llamacpp")
-      throw ModelError(404, "model_not_supported",
-                       "recipe " + body["recipe"].dump() + " is not supported: this server runs GGUF models on "
-                       "llama.cpp (recipe \"llamacpp\")", n);
-    std::vector<std::string> labels;
-    for (const char* l : {"reasoning", "vision", "embeddings", "reranking", "coding"})
-      if (body.value(l, false)) labels.push_back(l);
-    if (body.contains("labels") && body["labels"].is_array())
-      for (const auto& l : body["labels"])
-        if (l.is_string()) labels.push_back(l);
-    const std::string checkpoint = body.contains("checkpoint") && body["checkpoint"].is_string() ? body["checkpoint"].get<std::string>() : "";
-    if (checkpoint.empty()) {
-      // Pulling a catalog model: fine when it is on disk already, impossible otherwise.
-      auto e = catalog_.find(n);
-      if (!e) throw ModelError(404, "model_not_found", "model \"" + n + "\" is not in the catalog", n);
-      if (e->path.empty())
-        throw Error("cannot pull " + n + " (" + e->checkpoint + "): this server does not download models; copy "
-                    "its GGUF into a models directory");
-      return send_json(r, 200, {{"status", "success"}, {"model_name", n}, {"message", n + " is already on disk"}});
-    }
-    CatalogEntry e = catalog_.pull(n, checkpoint, labels);
-    return send_json(r, 200, {{"status", "success"}, {"model_name", e.id}, {"checkpoint", e.checkpoint}});
-  }
-  if (route == "delete") {
-    const std::string n = name(true);
-    auto e = catalog_.find(n);
-    if (!e) return send_json(r, 422, text_error("model \"" + n + "\" is unknown"));
-    if (!e->user)
-      return send_json(r, 422, text_error(n + " is a file in the models directory (" + e->checkpoint +
-                                          "), not a pulled model; remove the file to delete it"));
-    models_.unload(n);
-    catalog_.remove(n);
-    return send_json(r, 200, {{"status", "success"}, {"message", n + " deleted"}});
-  }
-  return send_json(r, 404, text_error("not found: " + req.path));
+bool LemonadeServer::health(const Call&, Responder& r) {
+  json h = models_.health();
+  h["status"] = "ok";
+  h["version"] = ONEBIT_VERSION;
+  return send_json(r, 200, h);
 }
 
-bool LemonadeServer::infer(const std::string& route, const Request& req, json body, Responder& r) {
+bool LemonadeServer::list_models(const Call& c, Responder& r) {
+  const std::string& target = c.req.head.target;
+  const bool all = target.find("show_all=true") != std::string::npos || target.find("show_all=1") != std::string::npos;
+  json data = json::array();
+  for (const auto& e : catalog_.list(all)) data.push_back(Catalog::to_json(e, catalog_.saved_options(e.id)));
+  return send_json(r, 200, {{"object", "list"}, {"data", data}});
+}
+
+bool LemonadeServer::show_model(const Call& c, Responder& r) {
+  auto e = catalog_.find(c.id);
+  if (!e) throw ModelError(404, "model_not_found", "model \"" + c.id + "\" is not in the catalog", c.id);
+  return send_json(r, 200, Catalog::to_json(*e, catalog_.saved_options(c.id)));
+}
+
+bool LemonadeServer::machine_info(const Call&, Responder& r) { return send_json(r, 200, system_info()); }
+
+bool LemonadeServer::machine_stats(const Call&, Responder& r) { return send_json(r, 200, system_stats()); }
+
+bool LemonadeServer::last_request_stats(const Call&, Responder& r) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  json s = last_stats_.is_null() ? json{{"time_to_first_token", nullptr}, {"tokens_per_second", nullptr},
+                                        {"input_tokens", nullptr}, {"output_tokens", nullptr},
+                                        {"decode_token_times", json::array()}, {"prompt_tokens", nullptr}}
+                                  : last_stats_;
+  return r.send(200, "application/json", s.dump(), kCors);
+}
+
+namespace {
+
+// The body's "model_name"; "" when it is absent and not required.
+std::string model_name(const json& body, bool required) {
+  if (!body.contains("model_name") || body["model_name"].is_null()) {
+    if (required) throw Error("model_name is required");
+    return std::string();
+  }
+  if (!body["model_name"].is_string()) throw Error("model_name must be a string");
+  return body["model_name"].get<std::string>();
+}
+
+}  // namespace
+
+bool LemonadeServer::load(const Call& c, Responder& r) {
+  return send_json(r, 200, models_.load(model_name(c.body, true), c.body));
+}
+
+bool LemonadeServer::unload(const Call& c, Responder& r) {
+  const std::string n = model_name(c.body, false);
+  if (n.empty()) {
+    models_.unload_all();
+    return send_json(r, 200, {{"status", "success"}, {"message", "all models unloaded"}});
+  }
+  if (!models_.unload(n)) throw ModelError(404, "model_not_found", "model \"" + n + "\" is not loaded", n);
+  return send_json(r, 200, {{"status", "success"}, {"message", n + " unloaded"}});
+}
+
+bool LemonadeServer::pull(const Call& c, Responder& r) {
+  const json& body = c.body;
+  const std::string n = model_name(body, true);
+  if (body.contains("recipe") && body["recipe"] != "llamacpp")
+    throw ModelError(404, "model_not_supported",
+                     "recipe " + body["recipe"].dump() + " is not supported: this server runs GGUF models on "
+                     "llama.cpp (recipe \"llamacpp\")", n);
+  std::vector<std::string> labels;
+  for (const char* l : {"reasoning", "vision", "embeddings", "reranking", "coding"})
+    if (body.value(l, false)) labels.push_back(l);
+  if (body.contains("labels") && body["labels"].is_array())
+    for (const auto& l : body["labels"])
+      if (l.is_string()) labels.push_back(l);
+  const std::string checkpoint = body.contains("checkpoint") && body["checkpoint"].is_string() ? body["checkpoint"].get<std::string>() : "";
+  if (checkpoint.empty()) {
+    // Pulling a catalog model: fine when it is on disk already, impossible otherwise.
+    auto e = catalog_.find(n);
+    if (!e) throw ModelError(404, "model_not_found", "model \"" + n + "\" is not in the catalog", n);
+    if (e->path.empty())
+      throw Error("cannot pull " + n + " (" + e->checkpoint + "): this server does not download models; copy "
+                  "its GGUF into a models directory");
+    return send_json(r, 200, {{"status", "success"}, {"model_name", n}, {"message", n + " is already on disk"}});
+  }
+  CatalogEntry e = catalog_.pull(n, checkpoint, labels);
+  return send_json(r, 200, {{"status", "success"}, {"model_name", e.id}, {"checkpoint", e.checkpoint}});
+}
+
+bool LemonadeServer::remove(const Call& c, Responder& r) {
+  const std::string n = model_name(c.body, true);
+  auto e = catalog_.find(n);
+  if (!e) return send_json(r, 422, text_error("model \"" + n + "\" is unknown"));
+  if (!e->user)
+    return send_json(r, 422, text_error(n + " is a file in the models directory (" + e->checkpoint +
+                                        "), not a pulled model; remove the file to delete it"));
+  models_.unload(n);
+  catalog_.remove(n);
+  return send_json(r, 200, {{"status", "success"}, {"message", n + " deleted"}});
+}
+
+bool LemonadeServer::infer(const Call& c, Responder& r) {
+  json body = c.body;
   if (!body.contains("model") || !body["model"].is_string()) return send_json(r, 400, text_error("model is required"));
   const std::string model = body["model"];
   if (body.contains("max_completion_tokens") && !body.contains("max_tokens")) {
@@ -236,8 +277,8 @@ bool LemonadeServer::infer(const std::string& route, const Request& req, json bo
     body.erase("max_completion_tokens");
   }
   ModelManager::Lease lease = models_.acquire(model);
-  Request forwarded = req;
-  forwarded.head.target = kEngineRoutes.at(route);
+  Request forwarded = c.req;
+  forwarded.head.target = c.route.engine_path;
   StatsTap tap(Clock::now());
   // The stats are in place before the response's last bytes reach the client, so a client that
   // asks for /stats right after sees its own request.

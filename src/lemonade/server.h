@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,11 +28,42 @@ class LemonadeServer {
   void stop() { server_.stop(); }
 
  private:
+  struct Call;
+  using Handler = bool (LemonadeServer::*)(const Call&, Responder&);
+  // A route under every API prefix: method, pattern ("models/{id}": any rest), handler, and for
+  // inference routes where the engine serves them.
+  struct Route {
+    const char* method;
+    const char* pattern;
+    Handler handler;
+    const char* engine_path = nullptr;
+  };
+  // One API request as its handler sees it: its route, the part a pattern's "{id}" matched, and
+  // (POST) the body as a JSON object.
+  struct Call {
+    const Request& req;
+    const Route& route;
+    std::string id;
+    nlohmann::json body;
+  };
+  static const std::vector<Route>& routes();
+
   bool handle(const Request& req, Responder& r);
-  bool route_api(const std::string& route, const Request& req, Responder& r);
-  bool infer(const std::string& route, const Request& req, nlohmann::json body, Responder& r);
   bool send_json(Responder& r, int status, const nlohmann::json& body);
   std::string metrics() const;
+
+  bool live(const Call& c, Responder& r);
+  bool health(const Call& c, Responder& r);
+  bool list_models(const Call& c, Responder& r);
+  bool show_model(const Call& c, Responder& r);
+  bool machine_info(const Call& c, Responder& r);
+  bool machine_stats(const Call& c, Responder& r);
+  bool last_request_stats(const Call& c, Responder& r);
+  bool load(const Call& c, Responder& r);
+  bool unload(const Call& c, Responder& r);
+  bool pull(const Call& c, Responder& r);
+  bool remove(const Call& c, Responder& r);
+  bool infer(const Call& c, Responder& r);
 
   Catalog& catalog_;
   ModelManager& models_;
