@@ -12,7 +12,6 @@
 #include "model/facts_command.h"
 #include "model/synth_command.h"
 #include "serve/serve.h"
-#include "serve/serve_options.h"
 
 namespace {
 
@@ -58,12 +57,8 @@ int run_help(const std::vector<std::string>& args) {
                "1bit serves GGUF models through a pinned llama.cpp with settings tuned for this\n"
                "machine, each backed by a measurement (recipes).\n\ncommands:\n";
   for (const Command& c : kCommands) std::cout << "  " << c.name << std::string(10 - std::strlen(c.name), ' ') << c.summary << "\n";
-  std::cout << "\n" << onebit::serve_usage();
-  std::cout << "\n" << onebit::facts_usage();
-  std::cout << "\n" << onebit::synth_usage();
-  std::cout << "\n" << onebit::bench_usage();
-  std::cout << "\n" << onebit::lemonade_usage();
-  std::cout << "\nenvironment:\n"
+  std::cout << "\n1bit help COMMAND (or 1bit COMMAND --help) lists a command's options.\n"
+               "\nenvironment:\n"
                "  ONEBIT_LLAMA_SERVER       the engine binary serve starts (like --llama-server)\n"
                "  ONEBIT_API_KEY            the key serve requires (like --api-key)\n"
                "  ONEBIT_MODELS_DIR         where serve looks first for the default model\n";

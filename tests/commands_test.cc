@@ -95,11 +95,17 @@ TEST(SynthCommand, BadInput) {
 TEST(Dispatcher, HelpAndVersion) {
   RunResult help = run({onebit_binary(), "--help"});
   EXPECT_EQ(help.code, 0);
-  for (const char* s : {"serve", "facts", "synth", "--long-from", "--recipes FILE", "ONEBIT_API_KEY"})
+  for (const char* s : {"serve", "facts", "synth", "bench", "tune", "lemonade", "1bit help COMMAND", "ONEBIT_API_KEY"})
     EXPECT_NE(help.out.find(s), std::string::npos) << s;
-  RunResult serve_help = run({onebit_binary(), "help", "serve"});
-  EXPECT_EQ(serve_help.code, 0);
-  EXPECT_EQ(serve_help.out.rfind("usage: 1bit serve", 0), 0u);
+  // The list only: each command's options are in its own help.
+  EXPECT_EQ(help.out.find("--long-from"), std::string::npos);
+  for (const std::vector<std::string>& serve_help_args :
+       {std::vector<std::string>{onebit_binary(), "help", "serve"}, {onebit_binary(), "serve", "--help"}}) {
+    RunResult serve_help = run(serve_help_args);
+    EXPECT_EQ(serve_help.code, 0);
+    EXPECT_EQ(serve_help.out.rfind("usage: 1bit serve", 0), 0u);
+    for (const char* s : {"--long-from", "--recipes FILE"}) EXPECT_NE(serve_help.out.find(s), std::string::npos) << s;
+  }
   RunResult version = run({onebit_binary(), "version"});
   EXPECT_NE(version.out.find("engine llama.cpp 80fb11ac73e66d89eae2c6a91d8a77428fa733ed"), std::string::npos);
   RunResult bad = run({onebit_binary(), "serv"});
