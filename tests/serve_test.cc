@@ -81,7 +81,7 @@ TEST_F(ServeTest, DryRunPrintsTheExactCommand) {
   EXPECT_NE(plan.out.find(" -ngl 0 -dev none --jinja\n"), std::string::npos) << plan.out;
 }
 
-// The brief's recipe cases, through the binary: stderr lines and the printed command.
+// Recipe cases through the binary: stderr lines and the printed command.
 TEST_F(ServeTest, RecipesRoute) {
   write_file(dir_.file("recipes.json"), R"({"recipes": [
     {"id": "h32-moe", "match": {"moe": true, "hadamard_q4_0": true}, "args": ["-ub", "1024"],

@@ -7,7 +7,7 @@
 
 namespace onebit {
 
-TEST(ServeOptions, DefaultsMatchTheBrief) {
+TEST(ServeOptions, Defaults) {
   ServeOptions o = parse_serve_options({});
   EXPECT_EQ(o.host, "127.0.0.1");
   EXPECT_EQ(o.port, 8080);

@@ -28,7 +28,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Prompts for decode speed: code, prose and a short one, as the brief names them.
+// Prompts for decode speed: code, prose and a short one.
 const char* const kCodePrompt =
     "def merge_sorted(left, right):\n    \"\"\"Merge two sorted lists into one sorted list.\"\"\"\n";
 const char* const kProsePrompt =
