@@ -2,10 +2,11 @@
 # Fills .carry/ (ignored by git) with what a GPU machine without a package registry needs to build
 # and measure 1bit with CUDA: the engine's verified, patched source (scripts/engine.sh
 # --export-source), nlohmann/json's headers and CMake files, and the vocabularies `1bit synth`
-# needs for llama3-8b and qwen35-9b (the models gpu_session.sh measures). Prints the build
-# command for that machine.
+# needs for llama3-8b and qwen35-9b (the models dev/gpu_measure.sh measures). Prints the build
+# command for that machine. Run it on a machine with a registry; copy .carry/ along with the
+# checkout.
 #
-#   scripts/gpu_carry.sh        (after make build here, so the engine source is cached)
+#   dev/gpu_carry.sh        (after make build here, so the engine source is cached)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 carry=$root/.carry
@@ -24,12 +25,12 @@ for d in /usr/share/cmake/nlohmann_json /usr/lib/cmake/nlohmann_json /usr/lib/x8
 done
 [ -d "$carry/nlohmann/share/cmake/nlohmann_json" ] || { echo "gpu_carry: nlohmann_json's CMake files not found" >&2; exit 1; }
 
-# Compressed: the whole tree that travels must stay under 64 MiB.
+# Compressed: what is copied to the GPU machine must stay under 64 MiB.
 vocab_dir=$("$root/scripts/engine.sh")/src/models
 tar -C "$vocab_dir" -cJf "$carry/vocab.tar.xz" ggml-vocab-llama-bpe.gguf ggml-vocab-qwen35.gguf
 
-echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (carry .carry, or the parts"
-echo "  a call needs: the tree that travels must stay under 64 MiB):"
+echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (copy .carry, or the parts"
+echo "  a command needs: what is copied must stay under 64 MiB):"
 echo "  CMAKE_PREFIX_PATH=\$PWD/.carry/nlohmann ONEBIT_LLAMA_SOURCE=\$PWD/.carry/engine-src.tar.xz \\"
 echo "    ONEBIT_CACHE_DIR=/tmp/c JOBS=\$(nproc) make build CUDA=1"
 echo "  mkdir /tmp/vocab && tar -C /tmp/vocab -xJf .carry/vocab.tar.xz"

@@ -1,52 +1,65 @@
 #!/usr/bin/env bash
-# The measurements a GPU session owes, in stages that each fit the GPU machine's 10-minute calls.
-# Run from the checkout on that machine, after scripts/gpu_carry.sh filled .carry/ here; logs go
-# to $OUT (default ./gpu-out).
+# The GPU measurements, in stages for a GPU machine that has no package registry and runs one
+# command for at most 10 minutes: each stage fits one command, and a later stage finds what an
+# earlier one left on the machine. Run from the checkout on that machine, after dev/gpu_carry.sh
+# filled .carry/ on a machine with a registry; logs go to $OUT (default ./gpu-out).
 #
-#   scripts/gpu_session.sh build     the engine and 1bit with CUDA (about 6 minutes with 16 cores)
-#   scripts/gpu_session.sh build-bg  the same in the background (it outlives the call while the
-#                                    machine is held); `wait-build` waits for it
-#   scripts/gpu_session.sh quick     the drivers built here without the engine
+#   dev/gpu_measure.sh --help        this list
+#   dev/gpu_measure.sh build         the engine and 1bit with CUDA (about 6 minutes with 16 cores)
+#   dev/gpu_measure.sh build-bg      the same in the background (it outlives the command while
+#                                    the machine stays up); `wait-build` waits for it
+#   dev/gpu_measure.sh quick         the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
-#   scripts/gpu_session.sh ab [VARIANT...]
+#   dev/gpu_measure.sh ab [VARIANT...]
 #                                    every gdn driver in .gpu (gdn_prefill_driver, and the
 #                                    gdn_prefill_driver_NAME builds of other branches, which may be
-#                                    xz-compressed), one after another in one call: oracle lines
+#                                    xz-compressed), one after another in one command: oracle lines
 #                                    and the main cases' times; every case's log in ab-logs.tar.xz;
 #                                    for each VARIANT named (v3, v9, ...) its kernels' own times
 #                                    and instructions under Nsight Compute (32 x d128 x 1024)
-#   scripts/gpu_session.sh probe     kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
+#   dev/gpu_measure.sh probe         kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
 #                                    product with mma.sync and with wgmma, checked and timed (with
 #                                    its machine code); kernels/common/probes/cluster_check.cu:
 #                                    the emulator's cluster model against the GPU
-#   scripts/gpu_session.sh profile   each kernel's own time and HBM / SM throughput under Nsight
+#   dev/gpu_measure.sh profile       each kernel's own time and HBM / SM throughput under Nsight
 #                                    Compute (cold caches), from the drivers built here, and their
 #                                    machine code (cuobjdump, compressed) to study here
-#   scripts/gpu_session.sh stalls    Nsight Compute's occupancy, scheduler, warp-state and memory
+#   dev/gpu_measure.sh stalls        Nsight Compute's occupancy, scheduler, warp-state and memory
 #                                    sections for one launch of each main kernel (why it waits)
-#   scripts/gpu_session.sh kernels   both kernel drivers with --bench-mode, and ctest -L cuda
+#   dev/gpu_measure.sh kernels       both kernel drivers with --bench-mode, and ctest -L cuda
 #                                    (the drivers' checks and the engine's test-backend-ops); the
 #                                    gemv driver again with ONEBIT_GEMV_Q4_0=auto and =v5, whose
 #                                    engine_ms lines are then our kernels inside the engine
-#   scripts/gpu_session.sh e2e [gdn|gemv]
+#   dev/gpu_measure.sh e2e [gdn|gemv]
 #                                    llama-bench with the engine switches off and on, on
 #                                    synthetic real-size models: pp2048 on the Qwen3.5-style 9B and
 #                                    2B hybrids (gdn-prefill v3, v4, auto), pp4-pp8 and tg128 on
 #                                    Llama 3 8B Q4_0 (gemv-q4_0 auto); both, or the one named
-#   scripts/gpu_session.sh tune      1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
+#   dev/gpu_measure.sh tune          1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
 #                                    ubatches) and llama-bench on the same file
-#   scripts/gpu_session.sh tune-hybrid  1bit tune on the 9B hybrid (the gdn-prefill switch, =2 and =3)
-#   scripts/gpu_session.sh tune-hybrid-small
+#   dev/gpu_measure.sh tune-hybrid   1bit tune on the 9B hybrid (the gdn-prefill switch, =2 and =3)
+#   dev/gpu_measure.sh tune-hybrid-small
 #                                    1bit tune on the 16-head 2B hybrid (=4 and =auto against the
 #                                    built-in recipe's =3)
-#   scripts/gpu_session.sh decode    tg128 with the gemv switch off and auto, with and without the
+#   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
-#   scripts/gpu_session.sh spec      speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
+#   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
+stages="build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode"
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
+case ${1:-} in
+  -h | --help) usage; exit 0 ;;
+  "") echo "usage: gpu_measure.sh $stages (--help lists them)" >&2; exit 2 ;;
+esac
+stage=$1
+case "|$stages|" in
+  *"|$stage|"*) ;;
+  *) echo "gpu_measure.sh: unknown stage $stage; the stages: $stages" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
@@ -54,13 +67,12 @@ cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
-stage=${1:?usage: gpu_session.sh build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode}
 hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
   local vocab=/tmp/onebit-vocab
   [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
-  # Written under another name first: a call cut short must not leave a half file to reuse.
+  # Written under another name first: a command cut short must not leave a half file to reuse.
   local like file
   [ $# -gt 0 ] || set -- qwen35-9b:$hybrid llama3-8b:$llama
   for like in "$@"; do
@@ -79,8 +91,8 @@ case $stage in
   build-bg)
     rm -f /tmp/onebit-build.done
     touch /tmp/onebit-build.started
-    # Its own OUT: this call's $OUT is emptied before the next call.
-    OUT=/tmp/onebit-bg setsid nohup bash -c "\"$root/scripts/gpu_session.sh\" build >/tmp/onebit-build.out 2>&1; echo \$? >/tmp/onebit-build.done" \
+    # Its own OUT: this command's $OUT may be emptied before the next command.
+    OUT=/tmp/onebit-bg setsid nohup bash -c "\"$root/dev/gpu_measure.sh\" build >/tmp/onebit-build.out 2>&1; echo \$? >/tmp/onebit-build.done" \
       >/dev/null 2>&1 &
     echo "build started in the background"
     ;;
@@ -101,12 +113,12 @@ case $stage in
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
     ;;
   ab)
-    # Other branches' drivers may come xz-compressed (the carried tree is limited to 64 MiB).
+    # Other branches' drivers may come xz-compressed (what is copied to the machine is at most 64 MiB).
     for z in .gpu/gdn_prefill_driver_*.xz; do [ -f "$z" ] && xz -dkf "$z" && chmod +x "${z%.xz}"; done
     for d in .gpu/gdn_prefill_driver .gpu/gdn_prefill_driver_*; do
       [ -x "$d" ] && [ "${d%.xz}" = "$d" ] || continue
       name=${d##*/}
-      # A driver takes about 25 s; a kernel that hangs on the GPU must not take the whole call.
+      # A driver takes about 25 s; a kernel that hangs on the GPU must not take the whole command.
       timeout 180 "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || echo "== $name: exit $?"
       echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
       grep -hE '^case_ms: v([3-9]|1[0-9])/d128-h(32-t1024-K[18]|32-t4096-K8|48k16-t1024-K1)-harsh ' "$out/$name.log" || true
@@ -117,7 +129,7 @@ case $stage in
           grep -E '^  void|gpu__time_duration|smsp__inst_executed' | sed 's/(GdnArgs.*//' || true
       done
     done
-    # One archive: a call brings back at most 8 files.
+    # One archive: a command brings back at most 8 files.
     (cd "$out" && tar -cJf ab-logs.tar.xz gdn_prefill_driver*.log && rm -f gdn_prefill_driver*.log)
     ;;
   probe)
@@ -168,7 +180,7 @@ case $stage in
     ;;
   e2e)
     part=${2:-all}
-    case $part in all | gdn | gemv) ;; *) echo "usage: gpu_session.sh e2e [gdn|gemv]" >&2; exit 2 ;; esac
+    case $part in all | gdn | gemv) ;; *) echo "usage: gpu_measure.sh e2e [gdn|gemv]" >&2; exit 2 ;; esac
     logs=()
     if [ "$part" != gemv ]; then
       synth_models qwen35-9b:$hybrid qwen35-2b:$hybrid_small
@@ -244,7 +256,7 @@ case $stage in
     wc -l "$out"/ncu-decode-*.csv
     ;;
   *)
-    echo "usage: gpu_session.sh build|build-bg|wait-build|quick|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode" >&2
+    echo "gpu_measure.sh: unknown stage $stage" >&2
     exit 2
     ;;
 esac
