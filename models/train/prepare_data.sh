@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU machine: installs the Debian packages the corpus comes from, builds models/train/data with
 # prepare_data.py, and packs it as .carry/data.tar.xz with the engine's gguf-py beside it, ready
-# to carry to the GPU machine (run_gpu.sh reads both from .carry/).
+# to carry to the GPU machine (dev/train_gpu.sh reads both from .carry/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# The GPU measurements, in stages for a GPU machine that has no package registry and runs one
+# command for at most 10 minutes: each stage fits one command, and a later stage finds what an
+# earlier one left on the machine. Run from the checkout on that machine, after dev/gpu_carry.sh
+# filled .carry/ on a machine with a registry; logs go to $OUT (default ./gpu-out).
+#
+#   dev/gpu_measure.sh --help        this list
+#   dev/gpu_measure.sh build         the engine and 1bit with CUDA (about 6 minutes with 16 cores)
+#   dev/gpu_measure.sh build-bg      the same in the background (it outlives the command while
+#                                    the machine stays up); `wait-build` waits for it
+#   dev/gpu_measure.sh quick         the drivers built here without the engine
+#                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
+#   dev/gpu_measure.sh ab [VARIANT...]
+#                                    every gdn driver in .gpu (gdn_prefill_driver, and the
+#                                    gdn_prefill_driver_NAME builds of other branches, which may be
+#                                    xz-compressed), one after another in one command: oracle lines
+#                                    and the main cases' times; every case's log in ab-logs.tar.xz;
+#                                    for each VARIANT named (v3, v9, ...) its kernels' own times
+#                                    and instructions under Nsight Compute (32 x d128 x 1024)
+#   dev/gpu_measure.sh probe         kernels/gdn-prefill/probes/chain_product.cu: the scan's chain
+#                                    product with mma.sync and with wgmma, checked and timed (with
+#                                    its machine code); kernels/common/probes/cluster_check.cu:
+#                                    the emulator's cluster model against the GPU
+#   dev/gpu_measure.sh profile       each kernel's own time and HBM / SM throughput under Nsight
+#                                    Compute (cold caches), from the drivers built here, and their
+#                                    machine code (cuobjdump, compressed) to study here
+#   dev/gpu_measure.sh stalls        Nsight Compute's occupancy, scheduler, warp-state and memory
+#                                    sections for one launch of each main kernel (why it waits)
+#   dev/gpu_measure.sh kernels       both kernel drivers with --bench-mode, and ctest -L cuda
+#                                    (the drivers' checks and the engine's test-backend-ops); the
+#                                    gemv driver again with ONEBIT_GEMV_Q4_0=auto and =v5, whose
+#                                    engine_ms lines are then our kernels inside the engine
+#   dev/gpu_measure.sh e2e [gdn|gemv]
+#                                    llama-bench with the engine switches off and on, on
+#                                    synthetic real-size models: pp2048 on the Qwen3.5-style 9B and
+#                                    2B hybrids (gdn-prefill v3, v4, auto), pp4-pp8 and tg128 on
+#                                    Llama 3 8B Q4_0 (gemv-q4_0 auto); both, or the one named
+#   dev/gpu_measure.sh tune          1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
+#                                    ubatches) and llama-bench on the same file
+#   dev/gpu_measure.sh tune-hybrid   1bit tune on the 9B hybrid (the gdn-prefill switch, =2 and =3)
+#   dev/gpu_measure.sh tune-hybrid-small
+#                                    1bit tune on the 16-head 2B hybrid (=4 and =auto against the
+#                                    built-in recipe's =3)
+#   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
+#                                    engine's CUDA graphs, and every kernel's time over a few
+#                                    decode steps under Nsight Compute
+#   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
+#                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
+#                                    every step verifies 8 tokens), 1bit bench with the gemv
+#                                    switch off, auto and v5, and without a drafter
+set -euo pipefail
+stages="build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode"
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
+case ${1:-} in
+  -h | --help) usage; exit 0 ;;
+  "") echo "usage: gpu_measure.sh $stages (--help lists them)" >&2; exit 2 ;;
+esac
+stage=$1
+case "|$stages|" in
+  *"|$stage|"*) ;;
+  *) echo "gpu_measure.sh: unknown stage $stage; the stages: $stages" >&2; exit 2 ;;
+esac
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+cd "$root"
+export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
+export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
+bin=$root/build/bin
+hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
+bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
+synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
+  local vocab=/tmp/onebit-vocab
+  [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
+  # Written under another name first: a command cut short must not leave a half file to reuse.
+  local like file
+  [ $# -gt 0 ] || set -- qwen35-9b:$hybrid llama3-8b:$llama
+  for like in "$@"; do
+    file=${like#*:}
+    [ -f "$file" ] && continue
+    "$bin/1bit" synth --like "${like%%:*}" --type q4_0 --vocab-dir $vocab -o "${file%.gguf}.part.gguf" >/dev/null
+    mv "${file%.gguf}.part.gguf" "$file"
+  done
+}
+
+case $stage in
+  build)
+    { time JOBS=$(nproc) make build CUDA=1; } >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log"; exit 1; }
+    tail -n 3 "$out/build.log"
+    ;;
+  build-bg)
+    rm -f /tmp/onebit-build.done
+    touch /tmp/onebit-build.started
+    # Its own OUT: this command's $OUT may be emptied before the next command.
+    OUT=/tmp/onebit-bg setsid nohup bash -c "\"$root/dev/gpu_measure.sh\" build >/tmp/onebit-build.out 2>&1; echo \$? >/tmp/onebit-build.done" \
+      >/dev/null 2>&1 &
+    echo "build started in the background"
+    ;;
+  wait-build)
+    [ -f /tmp/onebit-build.started ] || { echo "wait-build: no build-bg ran on this machine" >&2; exit 1; }
+    for _ in $(seq 450); do [ -f /tmp/onebit-build.done ] && break; sleep 2; done
+    [ -f /tmp/onebit-build.done ] || { echo "wait-build: the build is still running after 15 minutes" >&2; exit 1; }
+    cp /tmp/onebit-bg/build.log "$out/" 2>/dev/null || true
+    tail -n 3 /tmp/onebit-build.out
+    exit "$(cat /tmp/onebit-build.done)"
+    ;;
+  quick)
+    for d in gdn_prefill_driver gemv_q4_0_driver; do
+      .gpu/$d --bench-mode --reps 10 >"$out/$d-quick.log" 2>&1 || true
+      grep -hE '^(SNR|allclose):' "$out/$d-quick.log" || echo "$d: no SNR line (see $d-quick.log)"
+    done
+    grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
+    grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
+    ;;
+  ab)
+    # Other branches' drivers may come xz-compressed (what is copied to the machine is at most 64 MiB).
+    for z in .gpu/gdn_prefill_driver_*.xz; do [ -f "$z" ] && xz -dkf "$z" && chmod +x "${z%.xz}"; done
+    for d in .gpu/gdn_prefill_driver .gpu/gdn_prefill_driver_*; do
+      [ -x "$d" ] && [ "${d%.xz}" = "$d" ] || continue
+      name=${d##*/}
+      # A driver takes about 25 s; a kernel that hangs on the GPU must not take the whole command.
+      timeout 180 "$d" --bench-mode --reps 20 >"$out/$name.log" 2>&1 || echo "== $name: exit $?"
+      echo "== $name: $(grep -hE '^(SNR|allclose):' "$out/$name.log" | tr '\n' ' ')"
+      grep -hE '^case_ms: v([3-9]|1[0-9])/d128-h(32-t1024-K[18]|32-t4096-K8|48k16-t1024-K1)-harsh ' "$out/$name.log" || true
+      for v in "${@:2}"; do
+        echo "-- $name $v alone:"
+        timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum,smsp__inst_executed.sum -k regex:gdn_ "$d" \
+          --no-engine --reps 1 --filter d128-h32-t1024-K1-harsh --variant "$v" 2>&1 |
+          grep -E '^  void|gpu__time_duration|smsp__inst_executed' | sed 's/(GdnArgs.*//' || true
+      done
+    done
+    # One archive: a command brings back at most 8 files.
+    (cd "$out" && tar -cJf ab-logs.tar.xz gdn_prefill_driver*.log && rm -f gdn_prefill_driver*.log)
+    ;;
+  probe)
+    mkdir -p .gpu
+    nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels/common -o .gpu/chain_product \
+      kernels/gdn-prefill/probes/chain_product.cu
+    { .gpu/chain_product 1000 || true; } | tee "$out/chain_product.log"
+    nvcc -std=c++17 -O2 -arch=sm_90 -I kernels/common -o .gpu/cluster_check kernels/common/probes/cluster_check.cu
+    { .gpu/cluster_check || true; } | tee "$out/cluster_check.log"
+    cuobjdump -sass .gpu/chain_product | xz -6 >"$out/chain_product.sass.xz" || true
+    ;;
+  profile)
+    metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+    ncu --clock-control none --metrics $metrics --csv -k regex:gdn_ .gpu/gdn_prefill_driver --no-engine \
+      --filter d128-h32-t1024-K1-harsh >"$out/ncu-gdn.csv" 2>"$out/ncu-gdn.err" || true
+    ncu --clock-control none --metrics $metrics --csv -k regex:gemv .gpu/gemv_q4_0_driver --no-engine \
+      --filter 4096x14336/normal >"$out/ncu-gemv.csv" 2>"$out/ncu-gemv.err" || true
+    grep -c gpu__time_duration "$out/ncu-gdn.csv" "$out/ncu-gemv.csv" || tail -n 5 "$out/ncu-gdn.err"
+    for d in gdn_prefill_driver gemv_q4_0_driver; do cuobjdump -sass ".gpu/$d" | xz -6 >"$out/$d.sass.xz" || true; done
+    ;;
+  stalls)
+    sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats
+              --section WarpStateStats --section MemoryWorkloadAnalysis)
+    # Launch order in the drivers' checks: gdn v1 prep, scan, v2 prep, scan, v3 prep, scan; gemv
+    # v1 n1..n8, v1-batch4, v2, v2-wide (8 each), then v3 n1..n8.
+    ncu --clock-control none "${sections[@]}" -k regex:gdn_ --launch-skip 2 --launch-count 4 \
+      .gpu/gdn_prefill_driver --no-engine --filter d128-h32-t1024-K1-harsh >"$out/stalls-gdn.txt" 2>&1 || true
+    for skip in 0 32 39; do
+      ncu --clock-control none "${sections[@]}" -k regex:gemv --launch-skip $skip --launch-count 1 \
+        .gpu/gemv_q4_0_driver --no-engine --filter 4096x14336/normal
+    done >"$out/stalls-gemv.txt" 2>&1 || true
+    grep -hE '^  [a-z_]+<|Duration|Achieved Occupancy|No Eligible|Issued Warp|Stall' "$out/stalls-gdn.txt" "$out/stalls-gemv.txt" | head -60 || true
+    ;;
+  kernels)
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1 || true
+    "$bin/gdn_prefill_driver" --bench-mode --reps 10 >"$out/gdn-prefill.log" 2>&1 || true
+    "$bin/gemv_q4_0_driver" --bench-mode --reps 5 >"$out/gemv-q4_0.log" 2>&1 || true
+    # The engine's MUL_MAT with the switch set: our kernels inside the engine, its activation
+    # quantization included, for the engine_ms lines to set beside the run above.
+    for v in auto v5; do
+      ONEBIT_GEMV_Q4_0=$v "$bin/gemv_q4_0_driver" --bench-mode --reps 5 --variant v5 --filter /normal/ \
+        >"$out/gemv-q4_0-engine-$v.log" 2>&1 || true
+    done
+    (cd build && ctest -L cuda --output-on-failure) >"$out/ctest-cuda.log" 2>&1 || true
+    grep -hE '^(SNR|allclose):' "$out/gdn-prefill.log" "$out/gemv-q4_0.log" || echo "no SNR lines"
+    grep -hE '^(case_ms|engine_ms):' "$out/gdn-prefill.log" | head -40 || true
+    tail -n 8 "$out/ctest-cuda.log"
+    ;;
+  e2e)
+    part=${2:-all}
+    case $part in all | gdn | gemv) ;; *) echo "usage: gpu_measure.sh e2e [gdn|gemv]" >&2; exit 2 ;; esac
+    logs=()
+    if [ "$part" != gemv ]; then
+      synth_models qwen35-9b:$hybrid qwen35-2b:$hybrid_small
+      for model in "$hybrid" "$hybrid_small"; do
+        for switch in "" ONEBIT_GDN_PREFILL=3 ONEBIT_GDN_PREFILL=4 ONEBIT_GDN_PREFILL=auto; do
+          echo "== ${switch:-no switch}: pp2048 on ${model##*/}"
+          env $switch "$bin/llama-bench" -m "$model" -p 2048 -n 0 -r 3 -fa 1 -o md || echo "llama-bench failed"
+        done
+      done >"$out/e2e-gdn.md" 2>&1
+      logs+=("$out/e2e-gdn.md")
+    fi
+    if [ "$part" != gdn ]; then
+      synth_models llama3-8b:$llama
+      # 1 column (tg128) and the 4-8 columns of a speculative step's verification (pp4..pp8: a
+      # batch of up to 8 tokens takes the MMVQ path).
+      # Alternating twice: pp4-pp8 move by a few percent between runs.
+      for switch in "" ONEBIT_GEMV_Q4_0=auto "" ONEBIT_GEMV_Q4_0=auto; do
+        echo "== ${switch:-no switch}: pp4-pp8 and tg128 on Llama 3 8B Q4_0"
+        env $switch "$bin/llama-bench" -m "$llama" -p 4,5,6,7,8 -n 128 -r 10 -fa 1 -o md || echo "llama-bench failed"
+      done >"$out/e2e-gemv.md" 2>&1
+      logs+=("$out/e2e-gemv.md")
+    fi
+    cat "${logs[@]}" | grep -E '^==| (pp|tg)[0-9]+ |failed' || true
+    ;;
+  tune)
+    synth_models
+    "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" --metric prompt "${bench_opts[@]}" \
+      --json "$out/tune-llama.json" --html "$out/tune-llama.html" >"$out/tune-llama.txt" 2>"$out/tune-llama.err" || true
+    "$bin/llama-bench" -m "$llama" -p 1800 -n 128 -ub 512,1024,2048 -fa 0,1 -r 3 -o md >"$out/llama-bench.md" 2>&1 || true
+    cat "$out/tune-llama.txt"
+    tail -n 2 "$out/tune-llama.err"
+    grep -E '^\|' "$out/llama-bench.md" || true
+    ;;
+  tune-hybrid)
+    synth_models
+    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
+      --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
+    cat "$out/tune-hybrid.txt"
+    ;;
+  tune-hybrid-small)
+    synth_models qwen35-2b:$hybrid_small
+    "$bin/1bit" tune -m "$hybrid_small" --try "ONEBIT_GDN_PREFILL=4" --try "ONEBIT_GDN_PREFILL=auto" --metric prompt \
+      "${bench_opts[@]}" --json "$out/tune-hybrid-small.json" >"$out/tune-hybrid-small.txt" 2>"$out/tune-hybrid-small.err" || true
+    cat "$out/tune-hybrid-small.txt"
+    tail -n 2 "$out/tune-hybrid-small.err"
+    ;;
+  spec)
+    synth_models llama3-8b:$llama llama3.2-1b:$draft
+    spec="--draft $draft --draft-max 7 --no-recipes"
+    "$bin/1bit" bench -m "$llama" --config mmvq="$spec" --config auto="ONEBIT_GEMV_Q4_0=auto $spec" \
+      --config v5="ONEBIT_GEMV_Q4_0=v5 $spec" --config no-draft="--no-recipes" "${bench_opts[@]}" \
+      --json "$out/spec.json" >"$out/spec.txt" 2>"$out/spec.err" || true
+    cat "$out/spec.txt"
+    tail -n 2 "$out/spec.err"
+    ;;
+  decode)
+    synth_models llama3-8b:$llama
+    # Plain decode with the gemv switch off and auto, alternating, with the engine's CUDA graphs
+    # and without them (a kernel that breaks graph capture shows as a gap only in the first).
+    for graphs in "" GGML_CUDA_DISABLE_GRAPHS=1; do
+      for switch in "" ONEBIT_GEMV_Q4_0=auto "" ONEBIT_GEMV_Q4_0=auto; do
+        echo "== ${graphs:-graphs on}, ${switch:-no switch}: tg128 on Llama 3 8B Q4_0"
+        env $graphs $switch "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 10 -fa 1 -o md || echo "llama-bench failed"
+      done
+    done >"$out/decode.md" 2>&1
+    # Every kernel of a few decode steps, after llama-bench's warm-up (cold-L2 replays).
+    for switch in "" ONEBIT_GEMV_Q4_0=auto; do
+      name=${switch:+auto}
+      env $switch ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 3000 --launch-count 1500 \
+        "$bin/llama-bench" -m "$llama" -p 0 -n 32 -r 1 -fa 1 >"$out/ncu-decode-${name:-none}.csv" 2>"$out/ncu-decode-${name:-none}.err" || true
+    done
+    grep -E '^==| tg128 |failed' "$out/decode.md" || true
+    wc -l "$out"/ncu-decode-*.csv
+    ;;
+  *)
+    echo "gpu_measure.sh: unknown stage $stage" >&2
+    exit 2
+    ;;
+esac
