@@ -80,12 +80,24 @@ std::string why_no_cuda() {
   return engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1";
 }
 
-bool engine_built_with_cuda() {
-  static const bool cuda = [] {
+namespace {
+
+// engine.json of the pinned build, parsed once (an empty object when it is not JSON).
+const nlohmann::json& engine_manifest() {
+  static const nlohmann::json manifest = [] {
     auto j = nlohmann::json::parse(embedded::kEngineManifest, nullptr, false);
-    return j.is_object() && j.value("cuda", false);
+    return j.is_object() ? j : nlohmann::json::object();
   }();
-  return cuda;
+  return manifest;
+}
+
+}  // namespace
+
+bool engine_built_with_cuda() { return engine_manifest().value("cuda", false); }
+
+std::string engine_build_key() {
+  const auto key = engine_manifest().find("key");
+  return key != engine_manifest().end() && key->is_string() ? key->get<std::string>() : "";
 }
 
 }  // namespace onebit

@@ -36,4 +36,8 @@ std::string why_no_cuda();
 // Whether the pinned engine build (engine.json, embedded at build time) has CUDA.
 bool engine_built_with_cuda();
 
+// The pinned engine build's key (engine.json's "key": 16 hex digits naming the commit, patches,
+// build options, compilers and CPU it was built for), or "" when the manifest has none.
+std::string engine_build_key();
+
 }  // namespace onebit

@@ -131,7 +131,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (in.recipes != nullptr) {
     ChildEnv child_env;
     child_env.inherited = env;
-    RecipeTarget target{in.where.device, in.where.gpu, kind, in.model};
+    RecipeTarget target{in.where.device, in.where.gpu, kind, in.model, in.machine};
     plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
     plan.env_added = child_env.added;
   }

@@ -28,6 +28,7 @@ struct LaunchInputs {
   DeviceChoice where;                     // cpu or cuda (already resolved); the GPU model for recipes
   int port = 0;                           // the engine's loopback port
   const RecipeSet* recipes = nullptr;     // nullptr: --no-recipes
+  RecipeMachine machine = RecipeMachine::here();  // the CPU and engine build recipes are matched against
   std::map<std::string, std::string> environment;  // this process's environment
 };
 

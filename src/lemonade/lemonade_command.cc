@@ -15,7 +15,7 @@
 #include "lemonade/catalog.h"
 #include "lemonade/model_manager.h"
 #include "lemonade/server.h"
-#include "recipes/recipes.h"
+#include "recipes/recipe_store.h"
 
 namespace onebit {
 namespace {
@@ -57,8 +57,11 @@ std::vector<CliOption> table(LemonadeOptions& o) {
       {{"--state-dir"}, "DIR", "pulled models, saved options and engine logs (default:\n"
                                "~/.cache/1bit/lemonade; $LEMONADE_CACHE_DIR)",
        text(o.state_dir)},
-      {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones", text(o.recipes_file)},
-      {{"--no-recipes"}, "", "apply no recipes", [&o](const std::string&) { o.no_recipes = true; }},
+      {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones (the user\n"
+                              "store's still come first: 1bit recipes --help)",
+       text(o.recipes_file)},
+      {{"--no-recipes"}, "", "apply no recipes, not even the user store's",
+       [&o](const std::string&) { o.no_recipes = true; }},
       {{"--llama-server"}, "PATH", "the engine binary (default: $ONEBIT_LLAMA_SERVER, else the one beside 1bit)",
        text(o.llama_server)},
       {{"--load-timeout"}, "S", "seconds a model may take to load (default: 600)",

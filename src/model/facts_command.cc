@@ -2,7 +2,6 @@
 
 #include <iomanip>
 #include <iostream>
-#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -10,7 +9,7 @@
 #include "base/cli.h"
 #include "base/error.h"
 #include "model/gguf_facts.h"
-#include "recipes/recipes.h"
+#include "recipes/recipe_store.h"
 
 namespace onebit {
 namespace {
@@ -23,17 +22,11 @@ struct FactsOptions {
 std::vector<CliOption> facts_table(FactsOptions& o) {
   return {
       {{"--json"}, "", "print JSON instead of text", [&o](const std::string&) { o.json = true; }},
-      {{"--recipes"}, "FILE", "judge the recipes in FILE instead of the built-in ones",
+      {{"--recipes"}, "FILE", "judge the recipes in FILE instead of the built-in ones (after the\n"
+                              "user store's, as serve does)",
        [&o](const std::string& v) { o.recipes_file = v; }},
   };
 }
-
-// A recipe judged against the facts alone: the device and GPU are named, not checked, since the
-// same file may be served on any.
-struct Verdict {
-  const Recipe* recipe;
-  std::string mismatch;  // empty: applies
-};
 
 std::string human_size(uint64_t bytes) {
   std::ostringstream s;
@@ -47,7 +40,9 @@ std::string facts_usage() {
   FactsOptions o;
   return "usage: 1bit facts MODEL [--json] [--recipes FILE]\n\n"
          "Prints what 1bit reads from the GGUF's metadata and which recipes would apply to it\n"
-         "when served without a drafter, with the reason for each that would not.\n\n"
+         "when served on this machine without a drafter, with the reason for each that would not:\n"
+         "the user store's recipes, then the built-in ones (1bit recipes --help). The device and\n"
+         "GPU a recipe needs are named, not checked.\n\n"
          "options:\n" +
          format_options(facts_table(o));
 }
@@ -62,12 +57,8 @@ int run_facts(const std::vector<std::string>& args) {
     }
     if (p.positional.size() != 1) throw Error("expected one MODEL file (see 1bit facts --help)");
     ModelFacts f = read_model_facts(p.positional[0]);
-    std::optional<RecipeSet> file_set;
-    if (!o.recipes_file.empty()) file_set = load_recipes_file(o.recipes_file, EngineArgs::builtin());
-    const RecipeSet& set = file_set ? *file_set : builtin_recipes();
-    RecipeTarget target{"", "", "none", &f};
-    std::vector<Verdict> verdicts;
-    for (const Recipe& r : set.recipes) verdicts.push_back({&r, recipe_mismatch(r, target, /*ignore_device=*/true)});
+    const RecipeChoice choice(o.recipes_file, /*none=*/false, EngineArgs::builtin());
+    const std::vector<RecipeVerdict> verdicts = judge_recipes(choice, f);
 
     if (o.json) {
       nlohmann::json j = {
@@ -87,11 +78,13 @@ int run_facts(const std::vector<std::string>& args) {
           {"block_size", f.block_size ? nlohmann::json(*f.block_size) : nlohmann::json(nullptr)},
           {"tensor_count", f.tensor_count},
           {"file_size", f.file_size},
-          {"recipes_origin", set.origin},
       };
+      nlohmann::json layers = nlohmann::json::array();
+      for (const RecipeLayer& l : choice.layers()) layers.push_back({{"layer", l.name}, {"origin", l.set.origin}});
+      j["recipe_layers"] = layers;
       nlohmann::json rs = nlohmann::json::array();
       for (const auto& v : verdicts) {
-        nlohmann::json r = {{"id", v.recipe->id}, {"applies", v.mismatch.empty()}};
+        nlohmann::json r = {{"id", v.recipe->id}, {"layer", v.layer->name}, {"applies", v.mismatch.empty()}};
         if (v.mismatch.empty()) {
           r["devices"] = v.recipe->match.device ? nlohmann::json(*v.recipe->match.device) : nlohmann::json("any");
           if (v.recipe->match.gpu) r["gpus"] = *v.recipe->match.gpu;
@@ -120,11 +113,12 @@ int run_facts(const std::vector<std::string>& args) {
                                  : "plain");
     row("tensors", std::to_string(f.tensor_count));
     row("size", std::to_string(f.file_size) + " bytes (" + human_size(f.file_size) + ")");
-    std::cout << "\nrecipes (" << set.origin << "), judged for serving without a drafter:\n";
-    if (verdicts.empty()) std::cout << "  none defined\n";
-    for (const auto& v : verdicts) {
-      std::cout << "  " << v.recipe->id << ": "
-                << (v.mismatch.empty() ? "applies on " + recipe_devices(*v.recipe) : "does not apply: " + v.mismatch) << "\n";
+    std::cout << "\nrecipes, judged for serving on this machine without a drafter:\n";
+    for (const RecipeLayer& l : choice.layers()) {
+      std::cout << "  " << l.title() << "\n";
+      if (l.set.recipes.empty()) std::cout << "    none defined\n";
+      for (const auto& v : verdicts)
+        if (v.layer == &l) std::cout << "    " << v.recipe->id << ": " << v.text() << "\n";
     }
     return 0;
   } catch (const Error& e) {

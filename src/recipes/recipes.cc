@@ -10,6 +10,8 @@
 #include "base/embedded.h"
 #include "base/error.h"
 #include "base/shell.h"
+#include "bench/machine.h"
+#include "engine/device.h"
 
 namespace onebit {
 namespace {
@@ -30,6 +32,21 @@ std::string join(const std::vector<std::string>& items, const char* sep = ", ") 
 
 bool contains(const std::vector<std::string>& items, const std::string& s) {
   return std::find(items.begin(), items.end(), s) != items.end();
+}
+
+// The names file_type_name() gives to the file types it knows.
+const std::vector<std::string>& file_type_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (uint32_t t = 0; t < 64; ++t)
+      if (std::string n = file_type_name(t); n.rfind("type ", 0) != 0) out.push_back(n);
+    return out;
+  }();
+  return names;
+}
+
+bool is_engine_build_key(const std::string& s) {
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
 }
 
 // Parses one recipe; `fail` throws with the origin prefixed.
@@ -68,6 +85,7 @@ class RecipeParser {
     }
     if (r.measured.empty()) fail(who + " has no \"measured\": every recipe needs the measurement behind it");
     if (r.args.empty() && r.env.empty()) fail(who + " adds nothing (no args and no env)");
+    r.entry = j.dump();
     return r;
   }
 
@@ -90,6 +108,21 @@ class RecipeParser {
     return out;
   }
 
+  // A list of names, at least one, none empty.
+  std::vector<std::string> name_list(const json& v, const std::string& what, const char* names) const {
+    auto out = string_list(v, what);
+    if (out.empty() || contains(out, "")) fail(what + " must name " + names);
+    return out;
+  }
+
+  std::pair<uint64_t, uint64_t> byte_range(const json& v, const std::string& what) const {
+    if (!v.is_array() || v.size() != 2 || !v[0].is_number_unsigned() || !v[1].is_number_unsigned())
+      fail(what + " must be [min, max]: two whole numbers of bytes");
+    const auto min = v[0].get<uint64_t>(), max = v[1].get<uint64_t>();
+    if (min > max) fail(what + ": min " + std::to_string(min) + " is above max " + std::to_string(max));
+    return {min, max};
+  }
+
   RecipeMatch parse_match(const json& v, const std::string& who) const {
     if (!v.is_object()) fail(who + ": \"match\" must be an object");
     RecipeMatch m;
@@ -99,8 +132,19 @@ class RecipeParser {
       if (key == "device") {
         m.device = value_list(it.value(), what, kDevices);
       } else if (key == "gpu") {
-        m.gpu = string_list(it.value(), what);
-        if (m.gpu->empty() || contains(*m.gpu, "")) fail(what + " must name GPU models");
+        m.gpu = name_list(it.value(), what, "GPU models");
+      } else if (key == "cpu") {
+        m.cpu = name_list(it.value(), what, "CPU models");
+      } else if (key == "engine") {
+        m.engine = name_list(it.value(), what, "engine builds");
+        for (const auto& k : *m.engine)
+          if (!is_engine_build_key(k))
+            fail(what + ": \"" + k + "\" is not an engine build key (16 hex digits, engine.json's \"key\")");
+      } else if (key == "file_type") {
+        m.file_type = value_list(it.value(), what, file_type_names());
+        if (m.file_type->empty()) fail(what + " must name file types");
+      } else if (key == "size_bytes") {
+        m.size_bytes = byte_range(it.value(), what);
       } else if (key == "drafter") {
         m.drafter = value_list(it.value(), what, kDrafters);
       } else if (key == "architecture") {
@@ -166,6 +210,17 @@ std::string json_error_text(const std::exception& e) {
 
 std::string bracket(const std::vector<std::string>& items) { return "[" + join(items) + "]"; }
 
+std::string byte_range_text(const std::pair<uint64_t, uint64_t>& range) {
+  return "[" + std::to_string(range.first) + ", " + std::to_string(range.second) + "]";
+}
+
+std::string describe_added(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> parts;
+  if (!args.empty()) parts.push_back(shell_join(args));
+  for (const auto& [k, v] : env) parts.push_back(shell_quote(k + "=" + v));
+  return join(parts, " ");
+}
+
 }  // namespace
 
 RecipeSet parse_recipes(std::string_view text, const std::string& origin, const EngineArgs& engine) {
@@ -216,11 +271,10 @@ const RecipeSet& builtin_recipes() {
   return set;
 }
 
-RecipeChoice::RecipeChoice(const std::string& file, bool none, const EngineArgs& engine) : none_(none) {
-  if (!none && !file.empty()) file_ = load_recipes_file(file, engine);
+const RecipeMachine& RecipeMachine::here() {
+  static const RecipeMachine machine{cpu_model(), engine_build_key()};
+  return machine;
 }
-
-const RecipeSet* RecipeChoice::set() const { return none_ ? nullptr : file_ ? &*file_ : &builtin_recipes(); }
 
 std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_device) {
   const RecipeMatch& m = r.match;
@@ -231,8 +285,19 @@ std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_
     const std::string gpu = t.device == "cuda" ? t.gpu : "";
     if (!contains(*m.gpu, gpu)) return "gpu " + (gpu.empty() ? std::string("none") : gpu) + " not in " + bracket(*m.gpu);
   }
+  if (m.cpu && !contains(*m.cpu, t.machine.cpu))
+    return "cpu " + (t.machine.cpu.empty() ? std::string("unknown") : t.machine.cpu) + " not in " + bracket(*m.cpu);
+  if (m.engine && !contains(*m.engine, t.machine.engine))
+    return "engine " + (t.machine.engine.empty() ? std::string("unknown") : t.machine.engine) + " not in " +
+           bracket(*m.engine);
   if (m.architecture && !contains(*m.architecture, f.architecture))
     return "architecture " + f.architecture + " not in " + bracket(*m.architecture);
+  if (m.file_type) {
+    const std::string type = f.file_type ? file_type_name(*f.file_type) : "not stated";
+    if (!contains(*m.file_type, type)) return "file_type " + type + " not in " + bracket(*m.file_type);
+  }
+  if (m.size_bytes && (f.file_size < m.size_bytes->first || f.file_size > m.size_bytes->second))
+    return "size_bytes " + std::to_string(f.file_size) + " not in " + byte_range_text(*m.size_bytes);
   if (m.moe && *m.moe != f.moe) return std::string("needs ") + (*m.moe ? "a MoE model" : "a dense model");
   if (m.hadamard_q4_0 && *m.hadamard_q4_0 != f.hadamard_q4_0)
     return std::string("needs a model ") + (*m.hadamard_q4_0 ? "with" : "without") + " the Hadamard Q4_0 stamp";
@@ -246,6 +311,26 @@ std::string recipe_devices(const Recipe& r) {
   return r.match.device ? "device " + join(*r.match.device) : "any device";
 }
 
+std::string recipe_conditions(const Recipe& r) {
+  const RecipeMatch& m = r.match;
+  std::vector<std::string> parts;
+  if (m.device || m.gpu) parts.push_back(recipe_devices(r));
+  auto list = [&](const char* key, const std::optional<std::vector<std::string>>& v) {
+    if (v) parts.push_back(std::string(key) + " " + join(*v));
+  };
+  list("cpu", m.cpu);
+  list("engine", m.engine);
+  list("architecture", m.architecture);
+  list("file_type", m.file_type);
+  if (m.size_bytes) parts.push_back("size_bytes " + byte_range_text(*m.size_bytes));
+  if (m.moe) parts.push_back(std::string("moe ") + (*m.moe ? "true" : "false"));
+  if (m.hadamard_q4_0) parts.push_back(std::string("hadamard_q4_0 ") + (*m.hadamard_q4_0 ? "true" : "false"));
+  list("drafter", m.drafter);
+  return parts.empty() ? "anywhere" : join(parts, "; ");
+}
+
+std::string recipe_adds(const Recipe& r) { return describe_added(r.args, r.env); }
+
 std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const DeviceChoice& where) {
   if (set == nullptr || where.device != "cuda" || !where.gpu.empty() ||
       std::none_of(set->recipes.begin(), set->recipes.end(), [](const Recipe& r) { return r.match.gpu.has_value(); }))
@@ -258,12 +343,7 @@ bool ChildEnv::has(const std::string& name) const {
   return std::any_of(added.begin(), added.end(), [&](const auto& kv) { return kv.first == name; });
 }
 
-std::string AppliedRecipe::describe() const {
-  std::vector<std::string> parts;
-  if (!args.empty()) parts.push_back(shell_join(args));
-  for (const auto& [k, v] : env) parts.push_back(shell_quote(k + "=" + v));
-  return join(parts, " ");
-}
+std::string AppliedRecipe::describe() const { return describe_added(args, env); }
 
 std::vector<AppliedRecipe> apply_recipes(const RecipeSet& set, const RecipeTarget& target,
                                          const EngineArgs& engine, std::vector<std::string>& argv,

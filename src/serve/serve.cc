@@ -20,7 +20,7 @@
 #include "engine/launch_plan.h"
 #include "http/net.h"
 #include "model/gguf_facts.h"
-#include "recipes/recipes.h"
+#include "recipes/recipe_store.h"
 #include "serve/long_route.h"
 #include "serve/proxy.h"
 #include "serve/serve_options.h"

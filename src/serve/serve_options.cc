@@ -37,8 +37,11 @@ std::vector<CliOption> serve_table(ServeOptions& o) {
          parse_double_option("--draft-p-min", v, 0.0, 1.0);
          o.draft_p_min = v;
        }},
-      {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones", text(o.recipes_file)},
-      {{"--no-recipes"}, "", "apply no recipes", [&o](const std::string&) { o.no_recipes = true; }},
+      {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones (the user\n"
+                              "store's still come first: 1bit recipes --help)",
+       text(o.recipes_file)},
+      {{"--no-recipes"}, "", "apply no recipes, not even the user store's",
+       [&o](const std::string&) { o.no_recipes = true; }},
       {{"--dry-run"}, "", "print the engine command (after the recipe lines) and exit",
        [&o](const std::string&) { o.dry_run = true; }},
       {{"--llama-server"}, "PATH", "the engine binary (default: $ONEBIT_LLAMA_SERVER, else the one\nbuilt beside 1bit)",
