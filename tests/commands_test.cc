@@ -27,9 +27,9 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
   EXPECT_NE(text.out.find("file type       Q4_0 (2)\n"), std::string::npos);
   EXPECT_NE(text.out.find("moe             yes (64 experts)\n"), std::string::npos);
   EXPECT_NE(text.out.find("context length  32768\n"), std::string::npos);
-  EXPECT_NE(text.out.find("  moe-cuda: applies on device cuda\n"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("  dense-only: does not apply: needs a dense model\n"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("  moe-h200: applies on device cuda (gpu NVIDIA H200)\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("    moe-cuda: applies on device cuda\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("    dense-only: does not apply: needs a dense model\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("    moe-h200: applies on device cuda (gpu NVIDIA H200)\n"), std::string::npos) << text.out;
 
   RunResult j = run({onebit_binary(), "facts", dir.file("moe.gguf"), "--json", "--recipes", dir.file("r.json")});
   ASSERT_EQ(j.code, 0) << j.err;
@@ -39,6 +39,8 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
   EXPECT_EQ(f["expert_count"], 64);
   EXPECT_EQ(f["file_type_name"], "Q4_0");
   EXPECT_EQ(f["hadamard_q4_0"], false);
+  EXPECT_EQ(f["recipe_layers"], json::parse(R"([{"layer": "file", "origin": ")" + dir.file("r.json") + "\"}]"));
+  EXPECT_EQ(f["recipes"][0]["layer"], "file");
   EXPECT_EQ(f["recipes"][0]["applies"], true);
   EXPECT_EQ(f["recipes"][0]["devices"], json({"cuda"}));
   EXPECT_EQ(f["recipes"][1]["applies"], false);
@@ -46,7 +48,9 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
   EXPECT_EQ(f["recipes"][2]["gpus"], json({"NVIDIA H200"}));
 
   RunResult builtin = run({onebit_binary(), "facts", dir.file("moe.gguf")});
-  EXPECT_NE(builtin.out.find("recipes (built-in recipes)"), std::string::npos);
+  EXPECT_NE(builtin.out.find("\nrecipes, judged for serving on this machine without a drafter:\n  built-in recipes\n"),
+            std::string::npos)
+      << builtin.out;
 }
 
 TEST(FactsCommand, BadInput) {
@@ -95,7 +99,7 @@ TEST(SynthCommand, BadInput) {
 TEST(Dispatcher, HelpAndVersion) {
   RunResult help = run({onebit_binary(), "--help"});
   EXPECT_EQ(help.code, 0);
-  for (const char* s : {"serve", "facts", "synth", "bench", "tune", "lemonade", "1bit help COMMAND", "ONEBIT_API_KEY"})
+  for (const char* s : {"serve", "facts", "synth", "bench", "tune", "recipes", "lemonade", "1bit help COMMAND", "ONEBIT_API_KEY"})
     EXPECT_NE(help.out.find(s), std::string::npos) << s;
   // The list only: each command's options are in its own help.
   EXPECT_EQ(help.out.find("--long-from"), std::string::npos);

@@ -562,6 +562,32 @@ TEST(LemonadeConfig, RecipesLikeServe) {
   EXPECT_EQ(bad.err, "1bit lemonade: " + files.file("bad.json") + ": \"recipes\" must be a list\n");
 }
 
+// The user's store applies before --recipes FILE (or the built-in set), as with serve.
+TEST(LemonadeConfig, TheUserStoreComesFirst) {
+  TempDir files;
+  std::filesystem::create_directories(files.file("config/1bit"));
+  write_file(files.file("config/1bit/recipes.json"), R"({"recipes": [{"id": "store-probe", "match": {"device": ["cpu"]},
+                                                         "env": {"ONEBIT_PROBE": "store"}, "measured": "test"}]})");
+  write_file(files.file("r.json"), R"({"recipes": [{"id": "file-probe", "env": {"ONEBIT_PROBE": "file", "ONEBIT_FILE_PROBE": "1"},
+                                       "measured": "test"}]})");
+  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", files.file("config")}};
+  {
+    Lemonade l({"--llama-server", fake_backend_binary(), "--recipes", files.file("r.json")}, env);
+    ASSERT_EQ(l.post("/api/v1/load", {{"model_name", "1bit-tiny"}}).status, 200);
+    const int pid = l.health()["all_models_loaded"][0]["pid"].get<int>();
+    EXPECT_EQ(proc_env(pid, "ONEBIT_PROBE"), "store");
+    EXPECT_EQ(proc_env(pid, "ONEBIT_FILE_PROBE"), "1");
+    EXPECT_NE(l.process().err().find("1bit lemonade: 1bit-tiny: recipe store-probe: ONEBIT_PROBE=store\n"
+                                     "1bit lemonade: 1bit-tiny: recipe file-probe: ONEBIT_FILE_PROBE=1\n"),
+              std::string::npos)
+        << l.process().err();
+  }
+  Lemonade none({"--llama-server", fake_backend_binary(), "--no-recipes"}, env);
+  ASSERT_EQ(none.post("/api/v1/load", {{"model_name", "1bit-tiny"}}).status, 200);
+  EXPECT_EQ(proc_env(none.health()["all_models_loaded"][0]["pid"].get<int>(), "ONEBIT_PROBE"), "");
+  EXPECT_EQ(none.process().err().find("recipe "), std::string::npos) << none.process().err();
+}
+
 // A GPU recipe reaches a backend on the engine's GPU, not one loaded on the cpu backend.
 TEST(LemonadeConfig, GpuRecipesFollowTheEnginesGpu) {
   TempDir files;

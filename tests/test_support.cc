@@ -1,6 +1,7 @@
 #include "test_support.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,32 @@
 #include "gguf.h"
 
 namespace onebit::testing {
+namespace {
+
+// Every test process gets a private, empty XDG_CONFIG_HOME before any test runs, and every
+// process it starts (1bit serve, lemonade, bench's serves, the engines) inherits it: a test must
+// never read the developer's own recipe store (~/.config/1bit/recipes.json), whose recipes would
+// change what serve plans and prints. A test that wants a store writes one under its own TempDir
+// and passes that XDG_CONFIG_HOME to the child it starts. (tests/CMakeLists.txt links this file
+// as an object library, so this runs in every test program, whatever it uses from here.)
+struct PrivateConfigHome {
+  PrivateConfigHome() : owner(getpid()) {
+    const char* base = std::getenv("TMPDIR");
+    path = std::string(base && *base ? base : "/tmp") + "/1bit-test-config-XXXXXX";
+    if (mkdtemp(path.data()) == nullptr) std::abort();
+    setenv("XDG_CONFIG_HOME", path.c_str(), 1);
+  }
+  ~PrivateConfigHome() {
+    if (getpid() != owner) return;  // a forked child leaves the directory to its parent
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  pid_t owner;
+  std::string path;
+};
+const PrivateConfigHome private_config_home;
+
+}  // namespace
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");

@@ -15,6 +15,7 @@ struct Fixture {
   ModelFacts drafter;
   std::map<std::string, std::string> env;
   std::optional<RecipeSet> recipes;
+  std::optional<RecipeMachine> machine;  // default: this one
 
   LaunchPlan plan(const std::string& device = "cpu", bool with_drafter = false) {
     LaunchInputs in;
@@ -27,6 +28,7 @@ struct Fixture {
     in.port = 4321;
     in.recipes = recipes ? &*recipes : nullptr;
     in.environment = env;
+    if (machine) in.machine = *machine;
     return plan_launch(in, EngineArgs::builtin());
   }
 };
@@ -160,6 +162,24 @@ TEST(LaunchPlan, RecipesComeLastAndAreListed) {
   EXPECT_EQ(p.recipe_lines(), (Args{"1bit serve: recipe r1: -ub 256 'OMP_X=a b'"}));
   EXPECT_EQ(p.command_line().substr(0, 29), "OMP_X='a b' /bin/llama-server");  // an assignment to sh
   EXPECT_TRUE(f.plan("cuda").applied.empty());
+}
+
+// The machine a launch names is what a recipe's cpu and engine keys are matched against; by
+// default it is this one.
+TEST(LaunchPlan, RecipesMatchTheMachineOfTheLaunch) {
+  Fixture f;
+  f.model.architecture = "llama";
+  f.recipes = parse_recipes(
+      R"({"recipes": [{"id": "bound", "match": {"cpu": ["Test CPU"], "engine": ["0123456789abcdef"]},
+                       "args": ["-ub", "64"], "measured": "m"}]})",
+      "t.json", EngineArgs::builtin());
+  EXPECT_TRUE(f.plan().applied.empty());  // this machine is not "Test CPU" with that build
+  f.machine = RecipeMachine{"Test CPU", "0123456789abcdef"};
+  EXPECT_EQ(f.plan().recipe_lines(), (Args{"1bit serve: recipe bound: -ub 64"}));
+  f.machine->engine = "fedcba9876543210";
+  EXPECT_TRUE(f.plan().applied.empty());
+  EXPECT_EQ(LaunchInputs().machine.cpu, RecipeMachine::here().cpu);
+  EXPECT_EQ(LaunchInputs().machine.engine, RecipeMachine::here().engine);
 }
 
 }  // namespace onebit

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "bench/machine.h"
+#include "engine/device.h"
 
 namespace onebit {
 namespace {
@@ -228,6 +232,98 @@ TEST(Recipes, ValidationMessages) {
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "args": ["-ub", "1"], "measured": 5})")), "r.json: recipe \"a\": \"measured\" must be a string");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "args": ["-ub", "1"], "measured": "m"}, {"id": "a", "args": ["-b", "1"], "measured": "m"})")),
             "r.json: duplicate recipe id \"a\"");
+}
+
+// A recipe `1bit tune` writes is bound to the machine and the model it was measured on.
+const char* kMachineBound = R"({"recipes": [
+  {"id": "here", "match": {"cpu": ["Test CPU 9000", "Other CPU"], "engine": ["0123456789abcdef"],
+                           "file_type": ["Q8_0"], "size_bytes": [1000, 2000]},
+   "args": ["-ub", "256"], "measured": "m"}]})";
+
+ModelFacts sized(uint32_t file_type, uint64_t size) {
+  ModelFacts f = facts("qwen3", false, false);
+  f.file_type = file_type;
+  f.file_size = size;
+  return f;
+}
+
+TEST(Recipes, MachineKeysParse) {
+  const Recipe r = parse_recipes(kMachineBound, "t.json", EngineArgs::builtin()).recipes.at(0);
+  EXPECT_EQ(*r.match.cpu, (std::vector<std::string>{"Test CPU 9000", "Other CPU"}));
+  EXPECT_EQ(*r.match.engine, std::vector<std::string>{"0123456789abcdef"});
+  EXPECT_EQ(*r.match.file_type, std::vector<std::string>{"Q8_0"});
+  EXPECT_EQ(*r.match.size_bytes, (std::pair<uint64_t, uint64_t>{1000, 2000}));
+  EXPECT_EQ(recipe_conditions(r),
+            "cpu Test CPU 9000, Other CPU; engine 0123456789abcdef; file_type Q8_0; size_bytes [1000, 2000]");
+  EXPECT_EQ(recipe_adds(r), "-ub 256");
+  // The whole entry is kept as JSON, for `1bit recipes show`.
+  EXPECT_EQ(nlohmann::json::parse(r.entry)["match"]["size_bytes"], nlohmann::json({1000, 2000}));
+}
+
+TEST(Recipes, MachineKeysMatchOnlyTheirMachineAndModel) {
+  const Recipe r = parse_recipes(kMachineBound, "t.json", EngineArgs::builtin()).recipes.at(0);
+  const RecipeMachine here{"Other CPU", "0123456789abcdef"};
+  const ModelFacts model = sized(7, 1500);  // 7: Q8_0
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &model, here}), "");
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &model, {"Test CPU 90", here.engine}}),
+            "cpu Test CPU 90 not in [Test CPU 9000, Other CPU]");
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &model, {"", here.engine}}),
+            "cpu unknown not in [Test CPU 9000, Other CPU]");
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &model, {here.cpu, "fedcba9876543210"}}),
+            "engine fedcba9876543210 not in [0123456789abcdef]");
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &model, {here.cpu, ""}}),
+            "engine unknown not in [0123456789abcdef]");
+  const ModelFacts q4 = sized(2, 1500), unstated = facts("qwen3", false, false);
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &q4, here}), "file_type Q4_0 not in [Q8_0]");
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &unstated, here}), "file_type not stated not in [Q8_0]");
+  // The size range is inclusive at both ends.
+  for (uint64_t size : {1000u, 2000u}) {
+    const ModelFacts edge = sized(7, size);
+    EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &edge, here}), "") << size;
+  }
+  for (uint64_t size : {999u, 2001u}) {
+    const ModelFacts out = sized(7, size);
+    EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"cpu", "", "none", &out, here}),
+              "size_bytes " + std::to_string(size) + " not in [1000, 2000]");
+  }
+  // `1bit facts` skips only the device and the GPU: the CPU and engine build are this machine's.
+  EXPECT_EQ(recipe_mismatch(r, RecipeTarget{"", "", "none", &model, {"Else", here.engine}}, true),
+            "cpu Else not in [Test CPU 9000, Other CPU]");
+  // apply_recipes matches the same way: a target that names no machine gets none of it.
+  EXPECT_EQ(apply(parse_recipes(kMachineBound, "t.json", EngineArgs::builtin()), model, "cpu", "none").recipes.size(), 0u);
+}
+
+TEST(Recipes, ThisMachineIsTheEnginesBuildAndTheCpu) {
+  const RecipeMachine& here = RecipeMachine::here();
+  EXPECT_EQ(here.cpu, cpu_model());
+  EXPECT_EQ(here.engine, engine_build_key());
+  EXPECT_EQ(here.engine.size(), 16u) << "engine.json has a 16-hex key";
+  EXPECT_EQ(here.engine.find_first_not_of("0123456789abcdef"), std::string::npos) << here.engine;
+}
+
+TEST(Recipes, MachineKeyValidationMessages) {
+  auto with = [](const std::string& match) {
+    return error_of(recipe(R"({"id": "a", "match": )" + match + R"(, "args": ["-ub", "1"], "measured": "m"})"));
+  };
+  EXPECT_EQ(with(R"({"cpu": "X"})"), "r.json: recipe \"a\": match.cpu must be a list of strings");
+  EXPECT_EQ(with(R"({"cpu": []})"), "r.json: recipe \"a\": match.cpu must name CPU models");
+  EXPECT_EQ(with(R"({"cpu": [""]})"), "r.json: recipe \"a\": match.cpu must name CPU models");
+  EXPECT_EQ(with(R"({"engine": []})"), "r.json: recipe \"a\": match.engine must name engine builds");
+  for (const char* key : {"0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0", "0123456789abcdeg"})
+    EXPECT_EQ(with(std::string(R"({"engine": [")") + key + R"("]})"),
+              std::string("r.json: recipe \"a\": match.engine: \"") + key +
+                  "\" is not an engine build key (16 hex digits, engine.json's \"key\")");
+  EXPECT_EQ(with(R"({"file_type": []})"), "r.json: recipe \"a\": match.file_type must name file types");
+  const std::string unknown = with(R"({"file_type": ["q8_0"]})");
+  EXPECT_EQ(unknown.rfind("r.json: recipe \"a\": match.file_type: unknown value \"q8_0\" (known: F32, F16, Q4_0, Q4_1, Q8_0,", 0), 0u)
+      << unknown;
+  EXPECT_NE(unknown.find("BF16"), std::string::npos) << unknown;
+  const std::string range = "r.json: recipe \"a\": match.size_bytes must be [min, max]: two whole numbers of bytes";
+  for (const char* bad : {"1000", "[1000]", "[1, 2, 3]", "[-1, 2]", "[1.5, 2]", "[\"1\", \"2\"]", "{}"})
+    EXPECT_EQ(with(std::string(R"({"size_bytes": )") + bad + "}"), range) << bad;
+  EXPECT_EQ(with(R"({"size_bytes": [2000, 1000]})"), "r.json: recipe \"a\": match.size_bytes: min 2000 is above max 1000");
+  EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"size_bytes": [0, 18446744073709551615]}, "args": ["-ub", "1"], "measured": "m"})")),
+            "(no error)");
 }
 
 TEST(Recipes, LoadsAFileAndNamesAMissingOne) {

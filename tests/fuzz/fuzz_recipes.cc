@@ -48,10 +48,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     return 0;  // a rejected file is the expected outcome for most inputs
   }
-  // Two fixed targets that between them satisfy either side of every match key.
+  // Two fixed targets that between them satisfy either side of every match key (the machine
+  // keys too: the seeds name "Test CPU", engine 0123456789abcdef, Q8_0 and sizes around 1000).
   static const ModelFacts dense = [] {
     ModelFacts f;
     f.architecture = "llama";
+    f.file_type = 7;  // Q8_0
+    f.file_size = 1000;
     return f;
   }();
   static const ModelFacts moe = [] {
@@ -62,7 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     f.hadamard_q4_0 = true;
     return f;
   }();
-  apply_and_check(set, {"cpu", "", "none", &dense}, engine);
-  apply_and_check(set, {"cuda", "NVIDIA H200", "mtp", &moe}, engine);
+  apply_and_check(set, {"cpu", "", "none", &dense, {"Test CPU", "0123456789abcdef"}}, engine);
+  apply_and_check(set, {"cuda", "NVIDIA H200", "mtp", &moe, {"", ""}}, engine);
+  for (const auto& r : set.recipes) (void)recipe_conditions(r);
   return 0;
 }
