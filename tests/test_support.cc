@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "ggml.h"
 #include "gguf.h"
 
@@ -79,6 +80,15 @@ void write_gguf(const std::string& path, const std::vector<std::pair<std::string
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string read_file(const std::string& path) {

@@ -28,6 +28,8 @@ using KvValue = std::variant<std::string, uint32_t, int32_t, uint64_t, float, bo
 // Writes a GGUF holding only the given metadata (and one tiny tensor), for facts tests.
 void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv);
 void write_file(const std::string& path, const std::string& bytes);
+// The message of the onebit::Error that `f` throws, or "" when it throws none.
+std::string error_of(const std::function<void()>& f);
 std::string read_file(const std::string& path);
 
 // /proc/<pid>/<what> split at NULs: a process's argv ("cmdline") or environment ("environ").

@@ -39,15 +39,7 @@ bool sleep_for(std::chrono::milliseconds d) {
   return false;
 }
 
-// The Error's message of `f`, or "" when it throws none.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(EngineProcess, ReadyOnceItsHealthAnswersThenExitedWhenItDies) {
   EngineProcess e(launch_of([](int port) { return fake_engine(port, {{"FAKE_LOAD_MS", "300"}}); }));

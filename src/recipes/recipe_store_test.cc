@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 
 #include "base/error.h"
 #include "test_support.h"
@@ -16,14 +15,7 @@ namespace {
 
 const EngineArgs& engine() { return EngineArgs::builtin(); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // A store under a scratch directory, as $XDG_CONFIG_HOME/1bit/recipes.json.
 struct Store {
