@@ -46,7 +46,8 @@ const std::vector<std::string>& file_type_names() {
 }
 
 bool is_engine_build_key(const std::string& s) {
-  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
+  return s.size() == 16 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // Parses one recipe; `fail` throws with the origin prefixed.
