@@ -145,6 +145,7 @@ ModelFacts facts_from_context(const gguf_context* ctx, const std::string& label)
   f.context_length = md.count(f.architecture + ".context_length", kMaxContext);
   if (auto p = md.count(f.architecture + ".pooling_type", kMaxPoolingType)) f.pooling_type = static_cast<uint32_t>(*p);
   f.nextn_layers = static_cast<uint32_t>(md.count(f.architecture + ".nextn_predict_layers", kMaxLayers).value_or(0));
+  if (auto n = md.count(f.architecture + ".block_count", kMaxLayers)) f.block_count = static_cast<uint32_t>(*n);
   f.dflash = f.architecture == "dflash";
   if (auto b = md.count(f.architecture + ".block_size", kMaxBlock); b && f.dflash) {
     if (*b < 2) throw Error(label + ": metadata dflash.block_size is " + std::to_string(*b) + ", expected at least 2");

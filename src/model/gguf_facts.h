@@ -21,6 +21,7 @@ struct ModelFacts {
   std::optional<uint64_t> context_length;  // <arch>.context_length
   std::optional<uint32_t> pooling_type;    // <arch>.pooling_type: 1-3 embedding models, 4 rerankers
   uint32_t nextn_layers = 0;            // <arch>.nextn_predict_layers: MTP heads
+  std::optional<uint32_t> block_count;  // <arch>.block_count: the model's layers
   bool dflash = false;                  // a dflash drafter (architecture "dflash")
   std::optional<uint32_t> block_size;   // dflash.block_size
   int64_t tensor_count = 0;

@@ -47,8 +47,10 @@ TEST(GgufFacts, ReadsMoeStampAndMtp) {
   testing::write_gguf(dir.file("m.gguf"), {{"general.architecture", std::string("qwen3moe")},
                                            {"qwen3moe.expert_count", uint32_t{128}},
                                            {"qwen3moe.nextn_predict_layers", uint32_t{1}},
+                                           {"qwen3moe.block_count", uint32_t{48}},
                                            {"onebit.hadamard_q4_0", uint32_t{32}}});
   ModelFacts f = read_model_facts(dir.file("m.gguf"));
+  EXPECT_EQ(f.block_count, 48u);
   EXPECT_TRUE(f.moe);
   EXPECT_EQ(f.expert_count, 128);
   EXPECT_TRUE(f.hadamard_q4_0);
