@@ -12,6 +12,7 @@
 #include "model/facts_command.h"
 #include "model/synth_command.h"
 #include "recipes/recipes_command.h"
+#include "recipes/tune_command.h"
 #include "serve/serve.h"
 
 namespace {
@@ -30,7 +31,7 @@ const Command kCommands[] = {
     {"facts", onebit::run_facts, "print a GGUF's facts and which recipes would apply"},
     {"synth", onebit::run_synth, "write a random-weight model of a known shape"},
     {"bench", onebit::run_bench_command, "measure serve configurations A/B in one run"},
-    {"tune", onebit::run_tune_command, "bench candidate engine arguments and write winners as recipes"},
+    {"tune", onebit::run_tune_command, "search the fastest settings for a model here; winners become recipes"},
     {"recipes", onebit::run_recipes, "list the recipes of every layer, show one, remove one from the user store"},
     {"lemonade", onebit::run_lemonade, "serve many models behind Lemonade's API, loaded on demand"},
     {"version", run_version, "print 1bit's version and the engine it runs"},

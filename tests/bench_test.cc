@@ -1,6 +1,6 @@
-// `1bit bench` and `1bit tune` end to end: against the fake engine with fixed timings (every row,
-// "+0.0%", the record's sample counts, the HTML, the lock, Ctrl-C, no serve left behind), and
-// against the real engine on a random-weight model.
+// `1bit bench` end to end: against the fake engine with fixed timings (every row, "+0.0%", the
+// record's sample counts, the HTML, the lock, Ctrl-C, no serve left behind, the long prompt cut to
+// the context), and against the real engine on a random-weight model.
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -20,21 +20,6 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-// Processes whose command line mentions `needle` (the test's private model path).
-std::vector<pid_t> processes_mentioning(const std::string& needle) {
-  std::vector<pid_t> out;
-  for (pid_t pid = 1; pid < 4194304; ++pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-    if (!in) {
-      if (pid > 100000) break;
-      continue;
-    }
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(needle) != std::string::npos && process_alive(pid) && pid != getpid()) out.push_back(pid);
-  }
-  return out;
-}
 
 class BenchTest : public ::testing::Test {
  protected:
@@ -189,62 +174,19 @@ TEST_F(BenchTest, AConfigurationCarriesItsEnvironment) {
   EXPECT_TRUE(rec["configs"][0]["env"].empty());
 }
 
-TEST_F(BenchTest, TuneWritesAWinnerAsARecipe) {
-  const std::string recipes = dir_.file("tuned.json");
-  RunResult r = run({onebit_binary(), "tune", "-m", model_, "--try", "-ub 1024", "--try", "-b 256", "--metric",
-                     "decode-code", "--rounds", "2", "--prompt-reps", "1", "--decode-reps", "2", "--decode-tokens", "8",
-                     "--log-dir", dir_.file("logs"), "--write", recipes},
-                    fake({{"FAKE_FAST_FLAG", "-ub"}}));
+// The long prompt must fit the context the engine has: cut to it, and said so.
+TEST_F(BenchTest, TheLongPromptIsCutToTheContext) {
+  RunResult r = run(bench({"--config", "a=", "--rounds", "1", "--json", dir_.file("r.json")}), fake({{"FAKE_CTX", "300"}}));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("1bit tune: -ub 1024: decode-code median 100 -> 200, gain 100% against noise 0%: wins"),
-            std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("1bit tune: -b 256: decode-code median 100 -> 100, gain 0% against noise 0%: no win"),
-            std::string::npos) << r.err;
-  json file = json::parse(read_file(recipes));
-  ASSERT_EQ(file["recipes"].size(), 1u);
-  json entry = file["recipes"][0];
-  EXPECT_EQ(entry["id"], "llama-cpu-ub-1024");
-  EXPECT_EQ(entry["args"], json({"-ub", "1024"}));
-  EXPECT_EQ(entry["match"]["device"], json({"cpu"}));
-  EXPECT_EQ(entry["match"]["architecture"], json({"llama"}));
-  EXPECT_EQ(entry["match"]["moe"], false);
-  EXPECT_NE(entry["measured"].get<std::string>().find("model.gguf, "), std::string::npos);
-  EXPECT_NE(entry["measured"].get<std::string>().find(", decode-code 100 -> 200 tok/s, 20"), std::string::npos)
-      << entry["measured"];
-  // The written file is a valid recipes file that serve applies.
-  RunResult dry = run({onebit_binary(), "serve", "-m", model_, "--recipes", recipes, "--dry-run", "--device", "cpu"},
-                      fake());
-  EXPECT_EQ(dry.code, 0) << dry.err;
-  EXPECT_EQ(dry.err, "1bit serve: recipe llama-cpu-ub-1024: -ub 1024\n");
-  // A second win gets a fresh id.
-  RunResult again = run({onebit_binary(), "tune", "-m", model_, "--try", "-ub 1024", "--rounds", "1", "--prompt-reps", "1",
-                         "--decode-reps", "1", "--decode-tokens", "8", "--log-dir", dir_.file("logs"), "--write", recipes},
-                        fake({{"FAKE_FAST_FLAG", "-ub"}}));
-  ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_EQ(json::parse(read_file(recipes))["recipes"][1]["id"], "llama-cpu-ub-1024-2");
-  RunResult bad = run({onebit_binary(), "tune", "-m", model_, "--try", "--ubatchsize 1"}, fake());
-  EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("\"--ubatchsize\" is not a llama-server option"), std::string::npos) << bad.err;
-}
-
-// A candidate may be an environment (an engine switch): the winner becomes a recipe with "env".
-TEST_F(BenchTest, TuneTriesAnEnvironment) {
-  const std::string recipes = dir_.file("tuned.json");
-  RunResult r = run({onebit_binary(), "tune", "-m", model_, "--try", "ONEBIT_TEST_SWITCH=1", "--metric", "prompt",
-                     "--rounds", "2", "--prompt-reps", "2", "--decode-reps", "1", "--decode-tokens", "8", "--log-dir",
-                     dir_.file("logs"), "--write", recipes},
-                    fake({{"FAKE_FAST_ENV", "ONEBIT_TEST_SWITCH"}}));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("1bit tune: ONEBIT_TEST_SWITCH=1: prompt median 3000 -> 6000, gain 100% against noise 0%: wins"),
-            std::string::npos) << r.err;
-  json entry = json::parse(read_file(recipes))["recipes"][0];
-  EXPECT_EQ(entry["id"], "llama-cpu-onebit-test-switch-1");
-  EXPECT_EQ(entry["env"], json({{"ONEBIT_TEST_SWITCH", "1"}}));
-  EXPECT_FALSE(entry.contains("args"));
-  RunResult dry = run({onebit_binary(), "serve", "-m", model_, "--recipes", recipes, "--dry-run", "--device", "cpu"},
-                      fake());
-  EXPECT_EQ(dry.code, 0) << dry.err;
-  EXPECT_NE(dry.out.find("ONEBIT_TEST_SWITCH=1 "), std::string::npos) << dry.out;
+  EXPECT_NE(r.out.find("note: the long prompt was shortened from "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" tokens to fit the engine's context of 300"), std::string::npos) << r.out;
+  json rec = json::parse(read_file(dir_.file("r.json")));
+  EXPECT_LE(rec["long_prompt"]["tokens"].get<int>(), 300 - 16);
+  EXPECT_GT(rec["long_prompt"]["tokens"].get<int>(), 200);
+  // A context that holds it leaves it whole.
+  RunResult whole = run(bench({"--config", "a=", "--rounds", "1"}), fake({{"FAKE_CTX", "100000"}}));
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_EQ(whole.out.find("shortened"), std::string::npos) << whole.out;
 }
 
 TEST(BenchEngine, RealEngineOnARandomModel) {

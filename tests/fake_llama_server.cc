@@ -15,6 +15,11 @@
 //                             sends when a request fails after the stream began
 //   FAKE_FAST_FLAG=F          when argv holds flag F, every speed in "timings" is doubled
 //   FAKE_FAST_ENV=V           when the environment has the variable V, likewise
+//   FAKE_FAST_DECODE_ARGS="W..."  when argv holds the words W... in a row, decode speed doubles
+//   FAKE_SLOW_PROMPT_ARGS="W..."  when argv holds them, prompt speed halves
+//   FAKE_ALTER_ARGS="W..."    when argv holds them, generated text differs
+//   FAKE_CTX=N                /props reports a context of N tokens
+//   FAKE_FIRST_TOKEN_MS=N     a stream's first chunk comes N ms after the request
 //   LLAMA_API_KEY=K           as llama-server: every route but /health wants "Authorization: Bearer K"
 //   FAKE_STRANGER=FILE        once per FILE: another program (its own session, outliving this
 //                             one) takes --port and answers every GET with 200; its pid goes to
@@ -35,6 +40,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -65,11 +71,29 @@ std::string arg_after(int argc, char** argv, const std::string& flag, const std:
   return fallback;
 }
 
-double g_speed = 1.0;  // FAKE_FAST_FLAG's factor
+double g_speed = 1.0;         // FAKE_FAST_FLAG's and FAKE_FAST_ENV's factor
+double g_prompt_speed = 1.0;  // FAKE_SLOW_PROMPT_ARGS's
+double g_decode_speed = 1.0;  // FAKE_FAST_DECODE_ARGS's
 
 json timings(int n) {
-  return {{"prompt_n", 3}, {"prompt_ms", 1.0}, {"prompt_per_second", 3000.0 * g_speed}, {"predicted_n", n},
-          {"predicted_ms", 10.0 * n}, {"predicted_per_second", 100.0 * g_speed}, {"draft_n", 0}, {"draft_n_accepted", 0}};
+  return {{"prompt_n", 3}, {"prompt_ms", 1.0}, {"prompt_per_second", 3000.0 * g_speed * g_prompt_speed},
+          {"predicted_n", n}, {"predicted_ms", 10.0 * n}, {"predicted_per_second", 100.0 * g_speed * g_decode_speed},
+          {"draft_n", 0}, {"draft_n_accepted", 0}};
+}
+
+// Whether argv holds the words of the variable `name` in a row.
+bool argv_holds(int argc, char** argv, const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return false;
+  std::istringstream in(value);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  for (int i = 1; i + static_cast<int>(words.size()) <= argc; ++i) {
+    bool all = true;
+    for (size_t j = 0; j < words.size() && all; ++j) all = words[j] == argv[i + static_cast<int>(j)];
+    if (all && !words.empty()) return true;
+  }
+  return false;
 }
 
 size_t word_count(const std::string& s) {
@@ -177,6 +201,11 @@ int main(int argc, char** argv) {
       if (std::string(argv[i]) == flag) g_speed = 2.0;
   if (const char* var = std::getenv("FAKE_FAST_ENV"))
     if (std::getenv(var) != nullptr) g_speed = 2.0;
+  if (argv_holds(argc, argv, "FAKE_FAST_DECODE_ARGS")) g_decode_speed = 2.0;
+  if (argv_holds(argc, argv, "FAKE_SLOW_PROMPT_ARGS")) g_prompt_speed = 0.5;
+  const std::string text_stem = argv_holds(argc, argv, "FAKE_ALTER_ARGS") ? "u" : "t";
+  const int context = env_int("FAKE_CTX", 0);
+  const int first_token_ms = env_int("FAKE_FIRST_TOKEN_MS", 0);
   const bool with_timings = std::getenv("FAKE_NO_TIMINGS") == nullptr;
   const std::string stream_error = std::getenv("FAKE_STREAM_ERROR") ? std::getenv("FAKE_STREAM_ERROR") : "";
   const std::string model = arg_after(argc, argv, "-m", "?");
@@ -218,9 +247,13 @@ int main(int argc, char** argv) {
     json seen = {{"authorization", req.get_header_value("Authorization")}, {"host", req.get_header_value("Host")},
                  {"body_bytes", req.body.size()}};
     if (body.is_object() && body.value("stream", false)) {
-      res.set_chunked_content_provider("text/event-stream", [&, with_timings](size_t, httplib::DataSink& sink) {
+      const bool native = req.path == "/completion";  // llama-server's own API: "content" at the top
+      res.set_chunked_content_provider("text/event-stream", [&, with_timings, native](size_t, httplib::DataSink& sink) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(first_token_ms));
         for (int i = 0; i < chunks; ++i) {
-          json c = {{"model", model}, {"index", i}, {"choices", {{{"delta", {{"content", "t" + std::to_string(i)}}}}}}};
+          const std::string piece = text_stem + std::to_string(i);
+          json c = native ? json{{"content", piece}, {"index", i}}
+                          : json{{"model", model}, {"index", i}, {"choices", {{{"delta", {{"content", piece}}}}}}};
           if (i == chunks - 1 && with_timings) c["timings"] = timings(chunks);
           if (i == chunks - 1 && !stream_error.empty()) c = {{"error", {{"code", 500}, {"message", stream_error}}}};
           std::string line = "data: " + c.dump() + "\n\n";
@@ -259,6 +292,13 @@ int main(int argc, char** argv) {
     json body = json::parse(req.body, nullptr, false);
     std::string content = body.is_object() && body["content"].is_string() ? body["content"].get<std::string>() : "";
     res.set_content(json{{"tokens", std::vector<int>(word_count(content), 1)}}.dump(), "application/json");
+  });
+  srv.Get("/props", [&](const httplib::Request&, httplib::Response& res) {
+    if (context == 0) {
+      res.status = 404;
+      return;
+    }
+    res.set_content(json{{"default_generation_settings", {{"n_ctx", context}}}}.dump(), "application/json");
   });
   srv.Post("/echo", [](const httplib::Request& req, httplib::Response& res) { res.set_content(req.body, "application/octet-stream"); });
 

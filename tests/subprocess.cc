@@ -161,4 +161,18 @@ int serve_ready_port(Subprocess& serve, std::chrono::milliseconds timeout) {
   return std::atoi(err.c_str() + err.find(ready) + ready.size());
 }
 
+std::vector<pid_t> processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (pid_t pid = 1; pid < 4194304; ++pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    if (!in) {
+      if (pid > 100000) break;
+      continue;
+    }
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos && process_alive(pid) && pid != getpid()) out.push_back(pid);
+  }
+  return out;
+}
+
 }  // namespace onebit::testing

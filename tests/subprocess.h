@@ -53,5 +53,7 @@ bool process_alive(pid_t pid);
 bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout);
 // Direct children of `pid`, from /proc.
 std::vector<pid_t> child_pids(pid_t pid);
+// Live processes other than this one whose command line mentions `needle` (a test's private path).
+std::vector<pid_t> processes_mentioning(const std::string& needle);
 
 }  // namespace onebit::testing

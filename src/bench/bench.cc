@@ -35,13 +35,6 @@ const char* const kProsePrompt =
     "The lighthouse keeper had kept the lamp burning for forty years. On the night of the storm,";
 const char* const kShortPrompt = "Hello";
 
-std::string iso_now() {
-  char buf[32];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 // A long prompt of plain words, the same every run: about 1800 tokens for 8000 characters with
 // the usual BPE vocabularies.
 std::string generated_prompt(int chars) {
@@ -131,8 +124,9 @@ json complete(int port, const json& body, const std::string& what) {
   return j;
 }
 
-// A streamed /completion: the final event's body, and the time to the first event.
-json complete_streamed(int port, const json& body, const std::string& what, double* ttft_ms) {
+// A streamed /completion: the final event's body, the time to the first event, and the text of
+// all events.
+json complete_streamed(int port, const json& body, const std::string& what, double* ttft_ms, std::string* text) {
   std::string err;
   Fd fd = connect_tcp("127.0.0.1", port, 5000, &err);
   if (!fd.valid()) throw Error(what + ": " + err);
@@ -161,7 +155,9 @@ json complete_streamed(int port, const json& body, const std::string& what, doub
         first = false;
       }
       json e = json::parse(event.substr(6), nullptr, false);
-      if (e.is_object()) last = e;
+      if (!e.is_object()) continue;
+      if (e.contains("content") && e["content"].is_string()) *text += e["content"].get<std::string>();
+      last = e;
     }
   };
   while (true) {
@@ -274,9 +270,20 @@ json BenchRecord::to_json() const {
       auto v = values(c.name, m.name);
       if (!v.empty()) summary[c.name][m.name] = {{"best", best_of(v, m.higher_is_better)}, {"median", median_of(v)}, {"n", v.size()}};
     }
+  json as = json::array();
+  for (const auto& a : answers) as.push_back({{"config", a.config}, {"round", a.round}, {"prompt", a.prompt}, {"text", a.text}});
+  json prompt = {{"tokens", prompt_tokens}};
+  if (!prompt_note.empty()) prompt["note"] = prompt_note;
   return {{"model", model}, {"facts", facts}, {"configs", cs}, {"baseline", configs.empty() ? "" : configs[0].name},
-          {"rounds", rounds}, {"samples", ss}, {"summary", summary}, {"machine", machine},
-          {"started", started}, {"finished", finished}};
+          {"rounds", rounds}, {"samples", ss}, {"answers", as}, {"long_prompt", prompt}, {"summary", summary},
+          {"machine", machine}, {"started", started}, {"finished", finished}};
+}
+
+std::string utc_timestamp() {
+  char buf[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
 }
 
 json describe_machine() {
@@ -295,63 +302,116 @@ json describe_machine() {
   return m;
 }
 
-BenchRecord run_bench(const BenchOptions& o, const std::function<void(const std::string&)>& progress,
-                      const std::atomic<bool>& stop) {
-  BenchRecord rec;
-  rec.model = o.model;
-  ModelFacts f = read_model_facts(o.model);
-  rec.facts = {{"architecture", f.architecture}, {"moe", f.moe}, {"expert_count", f.expert_count},
-               {"file_type", f.file_type ? json(file_type_name(*f.file_type)) : json(nullptr)},
-               {"hadamard_q4_0", f.hadamard_q4_0}, {"file_size", f.file_size}};
-  rec.configs = o.configs;
-  rec.rounds = o.rounds;
-  rec.machine = describe_machine();
-  rec.started = iso_now();
-  const std::string long_prompt = read_prompt(o);
-  const std::pair<const char*, const char*> decode_prompts[] = {
-      {"decode-code", kCodePrompt}, {"decode-prose", kProsePrompt}, {"decode-short", kShortPrompt}};
+Bench::Bench(BenchOptions o) : o_(std::move(o)) {
+  ModelFacts f = read_model_facts(o_.model);
+  facts_ = {{"architecture", f.architecture}, {"moe", f.moe}, {"expert_count", f.expert_count},
+            {"file_type", f.file_type ? json(file_type_name(*f.file_type)) : json(nullptr)},
+            {"hadamard_q4_0", f.hadamard_q4_0}, {"file_size", f.file_size}};
+  long_prompt_ = read_prompt(o_);
+}
 
-  for (int round = 1; round <= o.rounds; ++round) {
-    for (const BenchConfig& c : o.configs) {
-      auto step = [&](const std::string& what) {
-        if (stop) throw Error("interrupted");
-        progress("round " + std::to_string(round) + "/" + std::to_string(o.rounds) + ", " + c.name + ": " + what);
-      };
-      step("starting serve");
-      Server server(o, c, round, stop);
-      auto add = [&](const char* metric, double v) { rec.samples.push_back({c.name, round, metric, v}); };
-      step("warm-up");
-      complete(server.port(), {{"prompt", kShortPrompt}, {"n_predict", 8}, {"temperature", 0}}, c.name + " warm-up");
-      for (int i = 0; i < o.prompt_reps; ++i) {
-        step("prompt " + std::to_string(i + 1) + "/" + std::to_string(o.prompt_reps));
-        const std::string what = c.name + " prompt";
-        json t = timings_of(complete(server.port(), {{"prompt", long_prompt}, {"n_predict", 8}, {"temperature", 0},
-                                                     {"cache_prompt", false}}, what), what);
-        add("prompt", number(t, "prompt_per_second", what));
+BenchRecord Bench::new_record() const {
+  BenchRecord rec;
+  rec.model = o_.model;
+  rec.facts = facts_;
+  rec.machine = describe_machine();
+  rec.started = utc_timestamp();
+  return rec;
+}
+
+void Bench::fit_prompt(int port, BenchRecord& rec, const BenchProgress& progress) {
+  auto count = [&](const std::string& text) {
+    HttpResult r = http_fetch("127.0.0.1", port, "POST", "/tokenize", json{{"content", text}, {"add_special", true}}.dump(),
+                              {{"Content-Type", "application/json"}}, 600000);
+    json j = json::parse(r.body, nullptr, false);
+    if (r.status != 200 || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
+      throw Error("the long prompt: the engine did not count its tokens (HTTP " + std::to_string(r.status) + ")");
+    return static_cast<int64_t>(j["tokens"].size());
+  };
+  HttpResult props = http_fetch("127.0.0.1", port, "GET", "/props", "", {}, 60000);
+  json p = json::parse(props.body, nullptr, false);
+  int64_t context = 0;
+  if (p.is_object() && p.contains("default_generation_settings") && p["default_generation_settings"].is_object())
+    context = p["default_generation_settings"].value("n_ctx", int64_t{0});
+  int64_t tokens = count(long_prompt_);
+  // Room for the 8 generated tokens and a few the engine adds around the prompt.
+  const int64_t room = context - 8 - 8;
+  if (context > 0 && tokens > room) {
+    const int64_t before = tokens;
+    if (room < 16) throw Error("the long prompt: the context holds only " + std::to_string(context) + " tokens");
+    for (int i = 0; i < 8 && tokens > room; ++i) {
+      const size_t chars = static_cast<size_t>(static_cast<double>(long_prompt_.size()) * static_cast<double>(room) /
+                                               static_cast<double>(tokens) * 0.98);
+      long_prompt_.resize(chars);
+      tokens = count(long_prompt_);
+    }
+    if (tokens > room) throw Error("the long prompt: cannot be cut to the context of " + std::to_string(context) + " tokens");
+    rec.prompt_note = "the long prompt was shortened from " + std::to_string(before) + " to " + std::to_string(tokens) +
+                      " tokens to fit the engine's context of " + std::to_string(context);
+    progress(rec.prompt_note);
+  }
+  rec.prompt_tokens = static_cast<int>(tokens);
+}
+
+void Bench::measure(const BenchConfig& c, int round, const std::string& label, BenchRecord& rec,
+                    const BenchProgress& progress, const std::atomic<bool>& stop) {
+  static const std::pair<const char*, const char*> decode_prompts[] = {
+      {"decode-code", kCodePrompt}, {"decode-prose", kProsePrompt}, {"decode-short", kShortPrompt}};
+  if (std::none_of(rec.configs.begin(), rec.configs.end(), [&](const BenchConfig& x) { return x.name == c.name; }))
+    rec.configs.push_back(c);
+  rec.rounds = std::max(rec.rounds, round);
+  auto step = [&](const std::string& what) {
+    if (stop) throw Error("interrupted");
+    progress(label + ", " + c.name + ": " + what);
+  };
+  step("starting serve");
+  Server server(o_, c, round, stop);
+  auto add = [&](const char* metric, double v) { rec.samples.push_back({c.name, round, metric, v}); };
+  step("warm-up");
+  complete(server.port(), {{"prompt", kShortPrompt}, {"n_predict", 8}, {"temperature", 0}}, c.name + " warm-up");
+  if (!fitted_) {
+    fit_prompt(server.port(), rec, progress);
+    fitted_ = true;
+  }
+  for (int i = 0; i < o_.prompt_reps; ++i) {
+    step("prompt " + std::to_string(i + 1) + "/" + std::to_string(o_.prompt_reps));
+    const std::string what = c.name + " prompt";
+    json t = timings_of(complete(server.port(), {{"prompt", long_prompt_}, {"n_predict", 8}, {"temperature", 0},
+                                                 {"cache_prompt", false}}, what), what);
+    add("prompt", number(t, "prompt_per_second", what));
+  }
+  double drafted = 0, accepted = 0;
+  for (const auto& [metric, prompt] : decode_prompts) {
+    for (int i = 0; i < o_.decode_reps; ++i) {
+      step(std::string(metric) + " " + std::to_string(i + 1) + "/" + std::to_string(o_.decode_reps));
+      const std::string what = c.name + " " + metric;
+      double ttft = 0;
+      std::string text;
+      json t = timings_of(complete_streamed(server.port(),
+                                            {{"prompt", prompt}, {"n_predict", o_.decode_tokens}, {"temperature", 0},
+                                             {"ignore_eos", true}, {"cache_prompt", false}, {"stream", true}},
+                                            what, &ttft, &text),
+                          what);
+      add(metric, number(t, "predicted_per_second", what));
+      add("ttft", ttft);
+      if (i == 0) rec.answers.push_back({c.name, round, metric, text});
+      if (t.contains("draft_n") && t["draft_n"].is_number()) {
+        drafted += t["draft_n"].get<double>();
+        accepted += t.value("draft_n_accepted", 0.0);
       }
-      double drafted = 0, accepted = 0;
-      for (const auto& [metric, prompt] : decode_prompts) {
-        for (int i = 0; i < o.decode_reps; ++i) {
-          step(std::string(metric) + " " + std::to_string(i + 1) + "/" + std::to_string(o.decode_reps));
-          const std::string what = c.name + " " + metric;
-          double ttft = 0;
-          json t = timings_of(complete_streamed(server.port(),
-                                                {{"prompt", prompt}, {"n_predict", o.decode_tokens}, {"temperature", 0},
-                                                 {"ignore_eos", true}, {"cache_prompt", false}, {"stream", true}},
-                                                what, &ttft),
-                              what);
-          add(metric, number(t, "predicted_per_second", what));
-          add("ttft", ttft);
-          if (t.contains("draft_n") && t["draft_n"].is_number()) {
-            drafted += t["draft_n"].get<double>();
-            accepted += t.value("draft_n_accepted", 0.0);
-          }
-        }
-      }
-      if (drafted > 0) add("acceptance", accepted / drafted);
     }
   }
-  rec.finished = iso_now();
+  if (drafted > 0) add("acceptance", accepted / drafted);
+}
+
+BenchRecord run_bench(const BenchOptions& o, const BenchProgress& progress, const std::atomic<bool>& stop) {
+  Bench bench(o);
+  BenchRecord rec = bench.new_record();
+  for (int round = 1; round <= o.rounds; ++round)
+    for (const BenchConfig& c : o.configs) {
+      bench.measure(c, round, "round " + std::to_string(round) + "/" + std::to_string(o.rounds), rec, progress, stop);
+    }
+  rec.finished = utc_timestamp();
   return rec;
 }
 

@@ -58,12 +58,23 @@ struct BenchMetric {
 };
 const std::vector<BenchMetric>& bench_metrics();
 
+// A greedy answer of one configuration to one decode prompt (tune's quality check compares them).
+struct BenchAnswer {
+  std::string config;
+  int round = 0;
+  std::string prompt;  // decode-code, decode-prose, decode-short
+  std::string text;
+};
+
 struct BenchRecord {
   std::string model;
   nlohmann::json facts;
   std::vector<BenchConfig> configs;
   int rounds = 0;
   std::vector<BenchSample> samples;
+  std::vector<BenchAnswer> answers;
+  int prompt_tokens = 0;    // the long prompt's length, as the engine counts it
+  std::string prompt_note;  // why the long prompt was shortened, or ""
   nlohmann::json machine;  // cpu, cores, gpu, engine commit
   std::string started, finished;  // ISO 8601, UTC
 
@@ -72,11 +83,39 @@ struct BenchRecord {
   std::vector<double> values(const std::string& config, const std::string& metric) const;
 };
 
-// Runs the benchmark. `progress` gets a one-line status as it goes; `stop` aborts between and
-// during requests. Throws Error on any failure (a serve that does not start, a response without
-// timings); every serve it started is stopped before it returns or throws.
-BenchRecord run_bench(const BenchOptions& options, const std::function<void(const std::string&)>& progress,
-                      const std::atomic<bool>& stop);
+using BenchProgress = std::function<void(const std::string&)>;
+
+// Measurements of one model, one configuration at a time. The long prompt is fitted to the
+// context of the first serve that runs: when the engine counts more tokens than that context
+// holds (with the 8 generated), it is cut to fit, once, and the record says so.
+class Bench {
+ public:
+  explicit Bench(BenchOptions options);  // throws Error when the model or the prompt file is unreadable
+  // A record with the model's facts and the machine, started now, no samples.
+  BenchRecord new_record() const;
+  // One fresh serve for `config`: a warm-up, then every metric's samples for `round` appended to
+  // `record` (configs are added to it as they first run). `progress` gets one-line statuses led
+  // by `label` ("round 1/3"); `stop` aborts between and during requests. Throws Error on any
+  // failure (a serve that does not start, a response without timings); the serve is stopped
+  // before it returns or throws.
+  void measure(const BenchConfig& config, int round, const std::string& label, BenchRecord& record,
+               const BenchProgress& progress, const std::atomic<bool>& stop);
+  const BenchOptions& options() const { return o_; }
+
+ private:
+  void fit_prompt(int port, BenchRecord& record, const BenchProgress& progress);
+
+  BenchOptions o_;
+  nlohmann::json facts_;
+  std::string long_prompt_;
+  bool fitted_ = false;
+};
+
+// Runs the benchmark: every configuration once per round, interleaved. Throws as measure() does.
+BenchRecord run_bench(const BenchOptions& options, const BenchProgress& progress, const std::atomic<bool>& stop);
+
+// Now, as records state times: ISO 8601 in UTC.
+std::string utc_timestamp();
 
 // The machine as the record states it.
 nlohmann::json describe_machine();

@@ -16,6 +16,8 @@ std::string fixed(double v, int digits) {
 
 int digits_for(const BenchMetric& m) { return std::string(m.name) == "acceptance" ? 3 : 1; }
 
+}  // namespace
+
 std::string escape_html(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -29,6 +31,8 @@ std::string escape_html(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 // The metrics that have samples in this record.
 std::vector<BenchMetric> measured(const BenchRecord& r) {
@@ -88,6 +92,45 @@ std::string bench_table(const BenchRecord& r) {
   return out;
 }
 
+std::string bench_charts(const BenchRecord& r, std::vector<std::string> configs) {
+  if (configs.empty())
+    for (const auto& c : r.configs) configs.push_back(c.name);
+  std::ostringstream h;
+  // One horizontal bar chart per metric: for each configuration a "best" and a "median" bar.
+  const int bar = 16, gap = 10, label_w = 160, plot_w = 420;
+  for (const auto& m : measured(r)) {
+    double top = 0;
+    for (const auto& c : configs)
+      for (double v : r.values(c, m.name)) top = std::max(top, v);
+    if (top <= 0) top = 1;
+    const int height = static_cast<int>(configs.size()) * (2 * bar + gap) + 30;
+    h << "<div class=\"chart\"><h3>" << m.name << (*m.unit ? std::string(" (") + m.unit + ")" : "")
+      << (m.higher_is_better ? ", higher is better" : ", lower is better") << "</h3>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + plot_w + 120 << "\" height=\"" << height
+      << "\" role=\"img\">\n";
+    int y = 10;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      auto v = r.values(configs[i], m.name);
+      h << "<text x=\"0\" y=\"" << y + bar << "\" font-size=\"13\">" << escape_html(configs[i]) << (i == 0 ? " (base)" : "")
+        << "</text>\n";
+      const std::pair<const char*, double> bars[] = {{"best", best_of(v, m.higher_is_better)}, {"median", median_of(v)}};
+      for (int b = 0; b < 2; ++b) {
+        const double value = v.empty() ? 0 : bars[b].second;
+        const int w = static_cast<int>(plot_w * value / top);
+        h << "<rect x=\"" << label_w << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << bar - 2
+          << "\" fill=\"" << (i == 0 ? (b == 0 ? "#7a7a7a" : "#b0b0b0") : (b == 0 ? "#1f6fb2" : "#7fb0dc"))
+          << "\"><title>" << bars[b].first << " " << fixed(value, digits_for(m)) << "</title></rect>\n"
+          << "<text x=\"" << label_w + w + 6 << "\" y=\"" << y + bar - 4 << "\" font-size=\"11\">" << bars[b].first
+          << " " << fixed(value, digits_for(m)) << "</text>\n";
+        y += bar;
+      }
+      y += gap;
+    }
+    h << "</svg></div>\n";
+  }
+  return h.str();
+}
+
 std::string bench_html(const BenchRecord& r) {
   std::ostringstream h;
   h << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>1bit bench: "
@@ -112,39 +155,7 @@ std::string bench_html(const BenchRecord& r) {
   }
   h << "</table>\n<h2>Results</h2>\n<pre>" << escape_html(bench_table(r)) << "</pre>\n";
 
-  // One horizontal bar chart per metric: for each configuration a "best" and a "median" bar.
-  const int bar = 16, gap = 10, label_w = 160, plot_w = 420;
-  for (const auto& m : measured(r)) {
-    double top = 0;
-    for (const auto& c : r.configs)
-      for (double v : r.values(c.name, m.name)) top = std::max(top, v);
-    if (top <= 0) top = 1;
-    const int height = static_cast<int>(r.configs.size()) * (2 * bar + gap) + 30;
-    h << "<div class=\"chart\"><h3>" << m.name << (*m.unit ? std::string(" (") + m.unit + ")" : "")
-      << (m.higher_is_better ? ", higher is better" : ", lower is better") << "</h3>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + plot_w + 120 << "\" height=\"" << height
-      << "\" role=\"img\">\n";
-    int y = 10;
-    for (size_t i = 0; i < r.configs.size(); ++i) {
-      const auto& c = r.configs[i];
-      auto v = r.values(c.name, m.name);
-      h << "<text x=\"0\" y=\"" << y + bar << "\" font-size=\"13\">" << escape_html(c.name) << (i == 0 ? " (base)" : "")
-        << "</text>\n";
-      const std::pair<const char*, double> bars[] = {{"best", best_of(v, m.higher_is_better)}, {"median", median_of(v)}};
-      for (int b = 0; b < 2; ++b) {
-        const double value = v.empty() ? 0 : bars[b].second;
-        const int w = static_cast<int>(plot_w * value / top);
-        h << "<rect x=\"" << label_w << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << bar - 2
-          << "\" fill=\"" << (i == 0 ? (b == 0 ? "#7a7a7a" : "#b0b0b0") : (b == 0 ? "#1f6fb2" : "#7fb0dc"))
-          << "\"><title>" << bars[b].first << " " << fixed(value, digits_for(m)) << "</title></rect>\n"
-          << "<text x=\"" << label_w + w + 6 << "\" y=\"" << y + bar - 4 << "\" font-size=\"11\">" << bars[b].first
-          << " " << fixed(value, digits_for(m)) << "</text>\n";
-        y += bar;
-      }
-      y += gap;
-    }
-    h << "</svg></div>\n";
-  }
+  h << bench_charts(r, {});
   h << "<h2>Record</h2>\n<p>Every sample is in the JSON record (<code>--json</code>).</p>\n</body></html>\n";
   return h.str();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "bench/bench.h"
 
@@ -11,6 +12,11 @@ namespace onebit {
 
 std::string bench_table(const BenchRecord& record);
 std::string bench_html(const BenchRecord& record);
+// The page's charts alone (one SVG a metric): `configs` in order, the first as the base; empty:
+// every configuration of the record.
+std::string bench_charts(const BenchRecord& record, std::vector<std::string> configs);
+// `s` with & < > " as entities.
+std::string escape_html(const std::string& s);
 
 // "+4.2%" for the change from `base` to `value`; "+0.0%" when equal.
 std::string percent_change(double base, double value);

@@ -1,16 +1,16 @@
 #include "recipes/tune.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "base/error.h"
 #include "engine/engine_args.h"
+#include "recipes/recipe_store.h"
 #include "recipes/recipes.h"
 
 namespace onebit {
@@ -18,29 +18,42 @@ namespace {
 
 using nlohmann::json;
 
-const BenchMetric& metric_named(const std::string& name) {
-  for (const auto& m : bench_metrics())
-    if (name == m.name) return m;
-  throw Error("unknown metric \"" + name + "\"");
+// The goal's metrics and their weights; `free` metrics may get worse.
+struct GoalSpec {
+  std::map<std::string, double> weights;
+  std::vector<std::string> free;
+};
+
+GoalSpec goal_spec(TuneGoal g) {
+  switch (g) {
+    case TuneGoal::kChat:
+      return {{{"decode-code", 1}, {"decode-prose", 1}, {"decode-short", 1}, {"ttft", 1}}, {"prompt", "acceptance"}};
+    case TuneGoal::kPrompt:
+      return {{{"prompt", 1}}, {"acceptance"}};
+    case TuneGoal::kBalanced:
+      return {{{"prompt", 3}, {"decode-code", 1}, {"decode-prose", 1}, {"decode-short", 1}, {"ttft", 3}}, {"acceptance"}};
+  }
+  return {};
 }
 
-double spread(const std::vector<double>& v) {
+// Below these differences a metric cannot tell configurations apart: a client's time to first
+// token moves by a few milliseconds with the scheduler alone.
+double absolute_noise(const std::string& metric) { return metric == "ttft" ? 5.0 : 0.0; }
+
+// (max - min) / median; from four samples on without the lowest and the highest, so that one
+// disturbed sample (another program took the cores for a moment) does not stand for the run.
+double spread(std::vector<double> v) {
   double med = median_of(v);
   if (v.empty() || med == 0) return 0;
-  return (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / std::fabs(med);
+  std::sort(v.begin(), v.end());
+  const size_t cut = v.size() >= 4 ? 1 : 0;
+  return (v[v.size() - 1 - cut] - v[cut]) / std::fabs(med);
 }
 
-std::string slug(const std::vector<std::string>& args) {
-  std::string s;
-  for (const auto& a : args) {
-    if (!s.empty() && s.back() != '-') s += '-';
-    for (char c : a) {
-      if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      else if (!s.empty() && s.back() != '-') s += '-';
-    }
-  }
-  while (!s.empty() && s.back() == '-') s.pop_back();
-  return s;
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%+.1f%%", fraction * 100);
+  return buf;
 }
 
 std::string short_number(double v) {
@@ -49,52 +62,128 @@ std::string short_number(double v) {
   return buf;
 }
 
+// The change as the metric itself moved ("ttft +59.0%" is slower), not as gain.
+std::string moved(const MetricChange& m) {
+  return m.metric + " " + (m.base_median == 0 ? std::string("n/a") : percent((m.median - m.base_median) / m.base_median));
+}
+
+std::string slug(const std::string& text) {
+  std::string s;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!s.empty() && s.back() != '-') s += '-';
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s;
+}
+
 }  // namespace
 
-TuneVerdict judge(const BenchRecord& r, const std::string& config, const std::string& metric) {
-  const BenchMetric& m = metric_named(metric);
-  auto base = r.values(r.configs.front().name, metric), cand = r.values(config, metric);
-  if (base.empty() || cand.empty()) throw Error("no " + metric + " samples for " + (base.empty() ? r.configs.front().name : config));
-  TuneVerdict v;
-  v.config = config;
-  v.base_median = median_of(base);
-  v.median = median_of(cand);
-  v.gain = v.base_median == 0 ? 0 : (v.median - v.base_median) / v.base_median * (m.higher_is_better ? 1 : -1);
-  v.noise = std::max(spread(base), spread(cand)) / 2;
-  v.wins = v.gain > v.noise && v.gain > 0.01;
-  return v;
+TuneGoal parse_tune_goal(const std::string& word) {
+  if (word == "chat") return TuneGoal::kChat;
+  if (word == "prompt") return TuneGoal::kPrompt;
+  if (word == "balanced") return TuneGoal::kBalanced;
+  throw Error("--goal: \"" + word + "\" is not one of chat, prompt, balanced");
 }
 
-json recipe_body(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env) {
-  json body = json::object();
-  if (!args.empty()) body["args"] = args;
-  if (!env.empty()) body["env"] = env_object(env);
-  return body;
+const char* goal_name(TuneGoal g) {
+  return g == TuneGoal::kChat ? "chat" : g == TuneGoal::kPrompt ? "prompt" : "balanced";
 }
 
-json recipe_entry(const BenchRecord& r, const TuneVerdict& v, const std::string& metric,
-                  const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
-                  const DeviceChoice& where) {
+std::vector<std::string> Comparison::losses() const {
+  std::vector<std::string> out;
+  for (const auto& m : metrics)
+    if (m.counts && m.loses()) out.push_back(moved(m));
+  return out;
+}
+
+std::vector<std::string> Comparison::costs() const {
+  std::vector<std::string> out;
+  for (const auto& m : metrics)
+    if (!m.counts && m.loses()) out.push_back(moved(m));
+  return out;
+}
+
+std::string Comparison::summary() const {
+  std::string s;
+  for (const auto& m : metrics) s += moved(m) + ", ";
+  return s + "goal " + percent(gain) + " against noise " + percent(noise).substr(1);
+}
+
+Comparison compare_configs(const BenchRecord& r, const std::string& base, const std::string& candidate, TuneGoal goal) {
+  const GoalSpec spec = goal_spec(goal);
+  Comparison c;
+  double weights = 0;
+  for (const auto& m : bench_metrics()) {
+    const auto b = r.values(base, m.name), v = r.values(candidate, m.name);
+    const auto w = spec.weights.find(m.name);
+    if (b.empty() || v.empty()) {
+      if (w != spec.weights.end() && m.name != std::string("acceptance"))
+        throw Error(std::string("no ") + m.name + " samples for " + (b.empty() ? base : candidate));
+      continue;
+    }
+    MetricChange mc;
+    mc.metric = m.name;
+    mc.base_median = median_of(b);
+    mc.median = median_of(v);
+    mc.gain = mc.base_median == 0 ? 0 : (mc.median - mc.base_median) / mc.base_median * (m.higher_is_better ? 1 : -1);
+    mc.noise = std::max(spread(b), spread(v)) / 2;
+    if (mc.base_median > 0) mc.noise = std::max(mc.noise, absolute_noise(m.name) / mc.base_median);
+    mc.weight = w == spec.weights.end() ? 0 : w->second;
+    mc.counts = std::find(spec.free.begin(), spec.free.end(), m.name) == spec.free.end();
+    c.gain += mc.weight * mc.gain;
+    c.noise += mc.weight * mc.noise;
+    weights += mc.weight;
+    c.metrics.push_back(mc);
+  }
+  if (weights > 0) {
+    c.gain /= weights;
+    c.noise /= weights;
+  }
+  return c;
+}
+
+json recipe_entry(const BenchRecord& r, const Comparison& c, TuneGoal goal, const std::string& knob,
+                  const TuneSetting& setting, const TuneSetting& on_top_of, const RecipeScope& scope) {
   const json& f = r.facts;
   std::string machine = r.machine.value("cpu", "unknown CPU");
   if (r.machine.contains("gpus") && !r.machine["gpus"].empty()) machine = r.machine["gpus"][0].get<std::string>();
-  const std::string date = r.finished.substr(0, 10);
-  const std::string unit = metric_named(metric).unit;
-  json match = {{"device", {where.device}}, {"architecture", {f.value("architecture", "")}}, {"moe", f.value("moe", false)},
-                {"hadamard_q4_0", f.value("hadamard_q4_0", false)}, {"drafter", {"none"}}};
-  if (where.device == "cuda" && !where.gpu.empty()) match["gpu"] = {where.gpu};  // measured on this GPU only
-  std::vector<std::string> words;
-  for (const auto& [k, val] : env) words.push_back(k + "=" + val);
-  words.insert(words.end(), args.begin(), args.end());
-  json entry = {{"id", f.value("architecture", "model") + "-" + where.device + "-" + slug(words)},
+  auto list = [](const json& one) { return json::array({one}); };
+  json match = {{"device", list(scope.where.device)}, {"architecture", list(f.value("architecture", ""))},
+                {"moe", f.value("moe", false)}, {"hadamard_q4_0", f.value("hadamard_q4_0", false)},
+                {"drafter", list(scope.drafter)}};
+  if (scope.where.device == "cuda" && !scope.where.gpu.empty()) match["gpu"] = list(scope.where.gpu);
+  if (f.contains("file_type") && f["file_type"].is_string()) match["file_type"] = list(f["file_type"]);
+  if (const uint64_t size = f.value("file_size", uint64_t{0}); size > 0)
+    match["size_bytes"] = json::array({size - size / 10, size + size / 10});
+  if (!scope.machine.cpu.empty()) match["cpu"] = list(scope.machine.cpu);
+  if (!scope.machine.engine.empty()) match["engine"] = list(scope.machine.engine);
+  std::string gains, measured;
+  for (const auto& m : c.metrics) {
+    if (m.weight == 0) continue;
+    const BenchMetric* bm = nullptr;
+    for (const auto& x : bench_metrics())
+      if (m.metric == x.name) bm = &x;
+    gains += (gains.empty() ? "" : ", ") + moved(m);
+    measured += (measured.empty() ? "" : ", ") + m.metric + " " + short_number(m.base_median) + " -> " +
+                short_number(m.median) + (bm && *bm->unit ? std::string(" ") + bm->unit : "");
+  }
+  std::string why = knob + " " + setting.label() + " wins for " + goal_name(goal) + " beyond the run's noise: " + gains +
+                    " (goal " + percent(c.gain) + ", noise " + percent(c.noise).substr(1) + ")";
+  const auto costs = c.costs();
+  if (!costs.empty()) {
+    why += "; it costs ";
+    for (size_t i = 0; i < costs.size(); ++i) why += (i ? ", " : "") + costs[i];
+  }
+  if (!on_top_of.empty()) why += "; measured on top of " + on_top_of.label();
+  json entry = {{"id", f.value("architecture", "model") + "-" + scope.where.device + "-" + slug(setting.label())},
                 {"match", match},
-                {"why", "wins on " + metric + " beyond the run's noise: median " + short_number(v.gain * 100) + "% better, noise " +
-                            short_number(v.noise * 100) + "%"},
-                {"measured", std::filesystem::path(r.model).filename().string() + ", " + machine + ", " + metric + " " +
-                                 short_number(v.base_median) + " -> " + short_number(v.median) + (unit.empty() ? "" : " " + unit) +
-                                 ", " + date},
-                {"source", "1bit tune, " + std::to_string(r.rounds) + " rounds"}};
-  entry.update(recipe_body(args, env));
+                {"why", why},
+                {"measured", std::filesystem::path(r.model).filename().string() + ", " + machine + ", " + measured + ", " +
+                                 r.finished.substr(0, 10)},
+                {"source", "1bit tune --goal " + std::string(goal_name(goal)) + ", " + std::to_string(r.rounds) + " rounds"}};
+  if (!setting.args.empty()) entry["args"] = setting.args;
+  if (!setting.env.empty()) entry["env"] = env_object(setting.env);
   return entry;
 }
 
@@ -118,13 +207,11 @@ std::string append_recipe(const std::string& path, json entry) {
   file["recipes"].push_back(entry);
   const std::string text = file.dump(2) + "\n";
   parse_recipes(text, path, EngineArgs::builtin());
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw Error(path + ": cannot write");
-  }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) throw Error(path + ": cannot create its folder: " + ec.message());
+  write_file_atomically(path, text);
   return id;
 }
 

@@ -1,44 +1,84 @@
-// `1bit tune`: the recipes rule made automatic. A bench run with the current launch as baseline
-// and candidate engine arguments; a candidate that wins beyond the run's noise becomes a recipe
-// entry whose `measured` quotes the record.
+// `1bit tune`'s decision rule and what it writes: when a candidate beats the current best, and the
+// recipe entry that quotes the measurement.
 //
-// The decision, per candidate, on one metric: gain = relative change of the median against the
-// baseline's median (sign turned so that better is positive); noise = half the larger relative
-// spread ((max - min) / median) of the two sample sets. A candidate wins when gain > noise and
-// gain > 1%.
+// A goal says what "faster" means. Per metric, gain = the relative change of the candidate's
+// median against the base's (sign turned so that better is positive), noise = half the larger
+// relative spread ((max - min) / median; from four samples on without the lowest and the highest)
+// of the two sample sets, and for time to first token at least 5 ms of the base's median (the
+// scheduler alone moves it that much). The goal's gain and noise are
+// the weighted means over its metrics:
+//   chat      decode-code, decode-prose, decode-short, ttft (equal weights)
+//   prompt    prompt
+//   balanced  prompt 1/3, the three decode metrics 1/9 each, ttft 1/3
+// A candidate wins when the goal's gain exceeds its noise and 1%, and no metric that counts loses
+// beyond its own noise and 1%. Under chat prompt speed does not count (a loss there is reported as
+// the candidate's cost); acceptance never counts (decode speed already says what it buys).
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
 #include "engine/device.h"
+#include "recipes/recipes.h"
+#include "recipes/tune_space.h"
 
 namespace onebit {
 
-struct TuneVerdict {
-  std::string config;
+enum class TuneGoal { kChat, kPrompt, kBalanced };
+
+// "chat", "prompt", "balanced"; throws Error for any other word.
+TuneGoal parse_tune_goal(const std::string& word);
+const char* goal_name(TuneGoal goal);
+
+struct MetricChange {
+  std::string metric;
   double base_median = 0, median = 0;
   double gain = 0, noise = 0;  // fractions
-  bool wins = false;
+  double weight = 0;           // in the goal; 0: not part of it
+  bool counts = true;          // false: the goal lets it get worse
+  bool loses() const { return gain < -noise && gain < -0.01; }
 };
 
-TuneVerdict judge(const BenchRecord& record, const std::string& config, const std::string& metric);
+struct Comparison {
+  std::vector<MetricChange> metrics;  // every metric both sides have samples of
+  double gain = 0, noise = 0;         // the goal's
+  bool beats() const { return gain > noise && gain > 0.01; }
+  bool clearly_worse() const { return gain < -noise && gain < -0.01; }
+  std::vector<std::string> losses() const;  // counted metrics lost: "ttft +59.0%"
+  std::vector<std::string> costs() const;   // uncounted metrics lost
+  bool wins() const { return beats() && losses().empty(); }
+  // "decode-code +6.2%, ..., goal +5.1% against noise 1.2%".
+  std::string summary() const;
+};
 
-// What a candidate adds, as a recipe's "args" and "env" (each only when not empty).
-nlohmann::json recipe_body(const std::vector<std::string>& args,
-                           const std::vector<std::pair<std::string, std::string>>& env);
+// `candidate` against `base` in `record` under `goal`. Throws Error when a goal metric has no
+// samples on either side.
+Comparison compare_configs(const BenchRecord& record, const std::string& base, const std::string& candidate,
+                           TuneGoal goal);
 
-// The recipe entry for a winning candidate: engine `args` and `env`, `match` from the facts, the
-// device and (cuda) the GPU model it was measured on, `measured` as "<model>, <machine>, <metric> <base> -> <candidate>, <date>".
-nlohmann::json recipe_entry(const BenchRecord& record, const TuneVerdict& verdict, const std::string& metric,
-                            const std::vector<std::string>& args,
-                            const std::vector<std::pair<std::string, std::string>>& env, const DeviceChoice& where);
+// Where a recipe was measured: the device (and GPU), the drafter kind, the CPU and engine build.
+struct RecipeScope {
+  DeviceChoice where;
+  std::string drafter = "none";
+  RecipeMachine machine;
+};
 
-// Appends `entry` to the recipes file at `path` (created when missing), keeping its id unique and
-// the file valid (it is parsed back before it replaces the old one). Returns the id written.
+// The recipe entry for `setting`, which won `comparison` in `record` under `goal`. `match` binds it
+// to what it was measured on: the model's architecture, MoE, stamp, file type and size (within
+// 10%), the device and GPU, the drafter kind, the CPU and the engine build (each only when known).
+// `why` says what it gains, what it costs elsewhere and what it was measured on top of;
+// `measured` is "<model>, <machine>, <goal metrics> <base> -> <new>, <date>".
+nlohmann::json recipe_entry(const BenchRecord& record, const Comparison& comparison, TuneGoal goal,
+                            const std::string& knob, const TuneSetting& setting, const TuneSetting& on_top_of,
+                            const RecipeScope& scope);
+
+// Appends `entry` to the recipes file at `path` (created with its folder when missing), keeping
+// its id unique and the file valid (it is parsed back before it replaces the old one, atomically).
+// Returns the id written.
 std::string append_recipe(const std::string& path, nlohmann::json entry);
 
 }  // namespace onebit

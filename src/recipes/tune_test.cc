@@ -1,5 +1,7 @@
 #include "recipes/tune.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -10,46 +12,128 @@
 namespace onebit {
 namespace {
 
-BenchRecord record(const std::vector<double>& base, const std::vector<double>& cand, const char* metric = "decode-code") {
+using Samples = std::map<std::string, std::vector<double>>;
+
+// A record of "base" and "cand" with the given samples per metric.
+BenchRecord record(const Samples& base, const Samples& cand) {
   BenchRecord r;
   r.model = "/models/x.gguf";
-  r.facts = {{"architecture", "qwen3"}, {"moe", false}, {"hadamard_q4_0", false}};
-  r.configs = {{"current", {}, {}}, {"try1", {}, {"--", "-ub", "1024"}}};
+  r.facts = {{"architecture", "qwen3"}, {"moe", false}, {"hadamard_q4_0", false}, {"file_size", 1000}, {"file_type", "Q8_0"}};
+  r.configs = {{"base", {}, {}}, {"cand", {}, {"--", "-ub", "1024"}}};
   r.rounds = 2;
   r.machine = {{"cpu", "Test CPU"}, {"gpus", nlohmann::json::array()}};
   r.finished = "2026-11-30T10:00:00Z";
-  for (double v : base) r.samples.push_back({"current", 1, metric, v});
-  for (double v : cand) r.samples.push_back({"try1", 1, metric, v});
+  for (const auto& [metric, values] : base)
+    for (double v : values) r.samples.push_back({"base", 1, metric, v});
+  for (const auto& [metric, values] : cand)
+    for (double v : values) r.samples.push_back({"cand", 1, metric, v});
   return r;
 }
+
+// Every metric of chat and prompt at the given values, each twice.
+Samples all(double prompt, double decode, double ttft) {
+  return {{"prompt", {prompt, prompt}},
+          {"decode-code", {decode, decode}},
+          {"decode-prose", {decode, decode}},
+          {"decode-short", {decode, decode}},
+          {"ttft", {ttft, ttft}}};
+}
+
+TuneSetting ub1024() { return {{"-ub", "1024"}, {}}; }
 
 }  // namespace
 
 TEST(Tune, AWinMustClearTheNoise) {
-  TuneVerdict clear = judge(record({100, 101, 99}, {110, 111, 109}), "try1", "decode-code");
-  EXPECT_NEAR(clear.gain, 0.10, 1e-9);
-  EXPECT_NEAR(clear.noise, 0.01, 1e-9);  // half of (111 - 109) / 110 or (101 - 99) / 100
-  EXPECT_TRUE(clear.wins);
+  Samples base = all(1000, 100, 100), cand = all(1000, 110, 100);
+  base["decode-code"] = {100, 101, 99};
+  cand["decode-code"] = {110, 111, 109};
+  Comparison clear = compare_configs(record(base, cand), "base", "cand", TuneGoal::kChat);
+  // decode +10% on three of four goal metrics.
+  EXPECT_NEAR(clear.gain, 0.075, 1e-9);
+  // Its noise: decode-code's 1% and the floor of time to first token (5 ms of 100), over 4.
+  EXPECT_NEAR(clear.noise, (0.01 + 0.05) / 4, 1e-9);
+  EXPECT_TRUE(clear.wins());
   // The same gain inside a noisy run is no win.
-  EXPECT_FALSE(judge(record({80, 100, 120}, {90, 110, 130}), "try1", "decode-code").wins);
+  Samples noisy_base = all(1000, 100, 100), noisy_cand = all(1000, 110, 100);
+  for (const char* m : {"decode-code", "decode-prose", "decode-short", "ttft"}) {
+    noisy_base[m] = {80, 100, 120};
+    noisy_cand[m] = {90, 110, 130};
+  }
+  EXPECT_FALSE(compare_configs(record(noisy_base, noisy_cand), "base", "cand", TuneGoal::kChat).wins());
   // Below 1% never wins, however quiet.
-  EXPECT_FALSE(judge(record({100, 100}, {100.5, 100.5}), "try1", "decode-code").wins);
-  // Lower is better for time to first token.
-  TuneVerdict ttft = judge(record({10, 10}, {8, 8}, "ttft"), "try1", "ttft");
-  EXPECT_NEAR(ttft.gain, 0.2, 1e-9);
-  EXPECT_TRUE(ttft.wins);
-  EXPECT_THROW(judge(record({1}, {1}), "try1", "prompt"), Error);
+  EXPECT_FALSE(compare_configs(record(all(1000, 100, 100), all(1000, 100.5, 100)), "base", "cand", TuneGoal::kChat).wins());
+  // Lower is better for time to first token: a faster first token alone wins under chat.
+  Comparison ttft = compare_configs(record(all(1000, 100, 100), all(1000, 100, 80)), "base", "cand", TuneGoal::kChat);
+  EXPECT_NEAR(ttft.gain, 0.05, 1e-9);
+  EXPECT_TRUE(ttft.wins());
+  // A goal metric without samples is an error, not a silent zero.
+  Samples no_prompt = all(1000, 100, 100);
+  no_prompt.erase("prompt");
+  EXPECT_THROW(compare_configs(record(no_prompt, no_prompt), "base", "cand", TuneGoal::kPrompt), Error);
+}
+
+// One disturbed sample among four (another program took the cores for a moment) does not stand
+// for the run's noise; among three it does.
+TEST(Tune, OneDisturbedSampleDoesNotDecide) {
+  Samples base = all(1000, 100, 100), cand = all(1000, 130, 100);
+  for (const char* m : {"decode-code", "decode-prose", "decode-short"}) {
+    base[m] = {100, 101, 99, 100};
+    cand[m] = {5, 130, 131, 129};
+  }
+  Comparison c = compare_configs(record(base, cand), "base", "cand", TuneGoal::kChat);
+  EXPECT_TRUE(c.wins()) << c.summary();
+  for (const char* m : {"decode-code", "decode-prose", "decode-short"}) cand[m] = {5, 130, 131};
+  EXPECT_FALSE(compare_configs(record(base, cand), "base", "cand", TuneGoal::kChat).wins());
+}
+
+// The planted trade-off: decode +20%, prompt -30%. Chat does not count prompt speed, so the
+// candidate wins there, with the cost stated; balanced counts it, so it does not.
+TEST(Tune, ADecodeWinWithAPromptLossWinsForChatButNotBalanced) {
+  BenchRecord r = record(all(1000, 100, 100), all(700, 120, 100));
+  Comparison chat = compare_configs(r, "base", "cand", TuneGoal::kChat);
+  EXPECT_TRUE(chat.wins());
+  EXPECT_EQ(chat.costs(), std::vector<std::string>{"prompt -30.0%"});
+  EXPECT_TRUE(chat.losses().empty());
+  Comparison balanced = compare_configs(r, "base", "cand", TuneGoal::kBalanced);
+  EXPECT_FALSE(balanced.wins());
+  EXPECT_EQ(balanced.losses(), std::vector<std::string>{"prompt -30.0%"});
+  EXPECT_FALSE(compare_configs(r, "base", "cand", TuneGoal::kPrompt).wins());
+  // The recipe says what the win costs.
+  nlohmann::json e = recipe_entry(r, chat, TuneGoal::kChat, "backend-sampling", ub1024(), {}, {{"cpu", ""}, "none", {}});
+  EXPECT_NE(e["why"].get<std::string>().find("it costs prompt -30.0%"), std::string::npos) << e["why"];
+  // A first token 59% slower vetoes a decode win under chat: ttft counts there.
+  Comparison slow_start = compare_configs(record(all(1000, 100, 100), all(1000, 106, 159)), "base", "cand", TuneGoal::kChat);
+  EXPECT_FALSE(slow_start.wins());
+}
+
+TEST(Tune, GoalsByName) {
+  EXPECT_EQ(parse_tune_goal("chat"), TuneGoal::kChat);
+  EXPECT_EQ(parse_tune_goal("prompt"), TuneGoal::kPrompt);
+  EXPECT_EQ(parse_tune_goal("balanced"), TuneGoal::kBalanced);
+  try {
+    parse_tune_goal("speed");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--goal: \"speed\" is not one of chat, prompt, balanced");
+  }
 }
 
 TEST(Tune, TheEntryQuotesItsMeasurement) {
-  BenchRecord r = record({100, 100}, {120, 120});
-  TuneVerdict v = judge(r, "try1", "decode-code");
-  nlohmann::json e = recipe_entry(r, v, "decode-code", {"-ub", "1024"}, {}, {"cuda", "NVIDIA H200"});
+  BenchRecord r = record(all(1000, 100, 100), all(1200, 100, 100));
+  Comparison c = compare_configs(r, "base", "cand", TuneGoal::kPrompt);
+  nlohmann::json e = recipe_entry(r, c, TuneGoal::kPrompt, "ubatch", ub1024(), {{"-t", "2"}, {}},
+                                  {{"cuda", "NVIDIA H200"}, "none", {"Test CPU", "0123456789abcdef"}});
   EXPECT_EQ(e["id"], "qwen3-cuda-ub-1024");
-  EXPECT_EQ(e["measured"], "x.gguf, Test CPU, decode-code 100 -> 120 tok/s, 2026-11-30");
+  EXPECT_EQ(e["measured"], "x.gguf, Test CPU, prompt 1000 -> 1200 tok/s, 2026-11-30");
+  EXPECT_EQ(e["args"], nlohmann::json({"-ub", "1024"}));
   EXPECT_EQ(e["match"]["device"], nlohmann::json({"cuda"}));
   EXPECT_EQ(e["match"]["gpu"], nlohmann::json({"NVIDIA H200"}));  // a win on one GPU is kept to it
   EXPECT_EQ(e["match"]["drafter"], nlohmann::json({"none"}));
+  EXPECT_EQ(e["match"]["cpu"], nlohmann::json({"Test CPU"}));  // and to this machine and engine build
+  EXPECT_EQ(e["match"]["engine"], nlohmann::json({"0123456789abcdef"}));
+  EXPECT_EQ(e["match"]["size_bytes"], nlohmann::json({900, 1100}));
+  EXPECT_EQ(e["match"]["file_type"], nlohmann::json::array({"Q8_0"}));
+  EXPECT_NE(e["why"].get<std::string>().find("measured on top of -t 2"), std::string::npos) << e["why"];
   // It is a valid recipe as it stands.
   nlohmann::json file = {{"recipes", {e}}};
   EXPECT_NO_THROW(parse_recipes(file.dump(), "t", EngineArgs::builtin()));
@@ -57,12 +141,14 @@ TEST(Tune, TheEntryQuotesItsMeasurement) {
 
 TEST(Tune, AppendKeepsTheFileValidAndIdsUnique) {
   testing::TempDir dir;
-  BenchRecord r = record({100, 100}, {120, 120});
-  nlohmann::json e = recipe_entry(r, judge(r, "try1", "decode-code"), "decode-code", {"-ub", "1024"}, {}, {"cpu", ""});
+  BenchRecord r = record(all(1000, 100, 100), all(1000, 120, 100));
+  nlohmann::json e = recipe_entry(r, compare_configs(r, "base", "cand", TuneGoal::kChat), TuneGoal::kChat, "ubatch",
+                                  ub1024(), {}, {{"cpu", ""}, "none", {}});
   EXPECT_FALSE(e["match"].contains("gpu"));
-  EXPECT_EQ(append_recipe(dir.file("r.json"), e), "qwen3-cpu-ub-1024");
-  EXPECT_EQ(append_recipe(dir.file("r.json"), e), "qwen3-cpu-ub-1024-2");
-  RecipeSet set = load_recipes_file(dir.file("r.json"), EngineArgs::builtin());
+  const std::string path = dir.file("new/folder/r.json");
+  EXPECT_EQ(append_recipe(path, e), "qwen3-cpu-ub-1024");
+  EXPECT_EQ(append_recipe(path, e), "qwen3-cpu-ub-1024-2");
+  RecipeSet set = load_recipes_file(path, EngineArgs::builtin());
   EXPECT_EQ(set.recipes.size(), 2u);
   testing::write_file(dir.file("bad.json"), "{\"recipes\": 3}");
   EXPECT_THROW(append_recipe(dir.file("bad.json"), e), Error);

@@ -6,9 +6,8 @@
 #include "base/error.h"
 
 namespace onebit {
-namespace {
 
-std::vector<CliOption> serve_table(ServeOptions& o) {
+std::vector<CliOption> serve_option_table(ServeOptions& o) {
   auto text = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
   return {
       {{"-m", "--model"}, "FILE", "the GGUF model to serve (default: the shipped 1bit-tiny model)", text(o.model)},
@@ -59,8 +58,6 @@ std::vector<CliOption> serve_table(ServeOptions& o) {
   };
 }
 
-}  // namespace
-
 std::string ServeOptions::drafter_kind() const {
   if (!draft.empty()) return "draft";
   if (!dflash.empty()) return "dflash";
@@ -73,7 +70,7 @@ ServeOptions parse_serve_options(const std::vector<std::string>& args) {
   if (const char* v = std::getenv("ONEBIT_LLAMA_SERVER"); v && *v) o.llama_server = v;
   if (const char* v = std::getenv("ONEBIT_API_KEY"); v && *v) o.api_key = v;
   bool long_from_set = false;
-  std::vector<CliOption> table = serve_table(o);
+  std::vector<CliOption> table = serve_option_table(o);
   for (auto& opt : table)
     if (opt.names.back() == "--long-from") {
       auto inner = opt.set;
@@ -101,7 +98,7 @@ std::string serve_usage() {
          "the matching recipes, starts llama-server as a private child on a free loopback port and\n"
          "proxies every request to it. Arguments after \"--\" go to llama-server as they are.\n\n"
          "options:\n" +
-         format_options(serve_table(o));
+         format_options(serve_option_table(o));
 }
 
 }  // namespace onebit

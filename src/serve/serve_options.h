@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
+
 namespace onebit {
 
 struct ServeOptions {
@@ -44,5 +46,8 @@ struct ServeOptions {
 ServeOptions parse_serve_options(const std::vector<std::string>& args);
 
 std::string serve_usage();
+
+// Serve's option table, writing into `o` (tune takes a launch's serve options through it).
+std::vector<CliOption> serve_option_table(ServeOptions& o);
 
 }  // namespace onebit
