@@ -35,12 +35,20 @@
 #                                    synthetic real-size models: pp2048 on the Qwen3.5-style 9B and
 #                                    2B hybrids (gdn-prefill v3, v4, auto), pp4-pp8 and tg128 on
 #                                    Llama 3 8B Q4_0 (gemv-q4_0 auto); both, or the one named
-#   dev/gpu_measure.sh tune          1bit tune on Llama 3 8B Q4_0 (flash attention off, larger
-#                                    ubatches) and llama-bench on the same file
+#   dev/gpu_measure.sh tune          1bit tune on Llama 3 8B Q4_0 with three candidates of its own
+#                                    (flash attention off, larger ubatches) and llama-bench on the
+#                                    same file
 #   dev/gpu_measure.sh tune-hybrid   1bit tune on the 9B hybrid (the gdn-prefill switch, =2 and =3)
 #   dev/gpu_measure.sh tune-hybrid-small
 #                                    1bit tune on the 16-head 2B hybrid (=4 and =auto against the
 #                                    built-in recipe's =3)
+#   dev/gpu_measure.sh search [llama|hybrid] [chat|prompt|balanced] [BUDGET]
+#                                    1bit tune's own search over its space on Llama 3 8B Q4_0 or the
+#                                    9B hybrid from the default launch (default: llama, chat, 8m);
+#                                    the winners go to the recipe store in $OUT/config/1bit
+#   dev/gpu_measure.sh confirm [llama|hybrid]
+#                                    1bit bench of the recipes the searches stored against
+#                                    --no-recipes, in one run
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
@@ -49,7 +57,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|spec|decode"
+stages="build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|decode"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -69,6 +77,7 @@ export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
 hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
+try_opts=(--knobs none --goal prompt)  # the stages that judge candidates of their own on prompt speed
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
   local vocab=/tmp/onebit-vocab
   [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
@@ -207,7 +216,7 @@ case $stage in
     ;;
   tune)
     synth_models
-    "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" --metric prompt "${bench_opts[@]}" \
+    "$bin/1bit" tune -m "$llama" --try "-fa off" --try "-ub 1024" --try "-ub 2048" "${try_opts[@]}" "${bench_opts[@]}" \
       --json "$out/tune-llama.json" --html "$out/tune-llama.html" >"$out/tune-llama.txt" 2>"$out/tune-llama.err" || true
     "$bin/llama-bench" -m "$llama" -p 1800 -n 128 -ub 512,1024,2048 -fa 0,1 -r 3 -o md >"$out/llama-bench.md" 2>&1 || true
     cat "$out/tune-llama.txt"
@@ -216,16 +225,36 @@ case $stage in
     ;;
   tune-hybrid)
     synth_models
-    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" --metric prompt "${bench_opts[@]}" \
+    "$bin/1bit" tune -m "$hybrid" --try "ONEBIT_GDN_PREFILL=2" --try "ONEBIT_GDN_PREFILL=3" "${try_opts[@]}" "${bench_opts[@]}" \
       --json "$out/tune-hybrid.json" >"$out/tune-hybrid.txt" 2>"$out/tune-hybrid.err" || true
     cat "$out/tune-hybrid.txt"
     ;;
   tune-hybrid-small)
     synth_models qwen35-2b:$hybrid_small
-    "$bin/1bit" tune -m "$hybrid_small" --try "ONEBIT_GDN_PREFILL=4" --try "ONEBIT_GDN_PREFILL=auto" --metric prompt \
+    "$bin/1bit" tune -m "$hybrid_small" --try "ONEBIT_GDN_PREFILL=4" --try "ONEBIT_GDN_PREFILL=auto" "${try_opts[@]}" \
       "${bench_opts[@]}" --json "$out/tune-hybrid-small.json" >"$out/tune-hybrid-small.txt" 2>"$out/tune-hybrid-small.err" || true
     cat "$out/tune-hybrid-small.txt"
     tail -n 2 "$out/tune-hybrid-small.err"
+    ;;
+  search | confirm)
+    which=${2:-llama}
+    case $which in llama) model=$llama like=llama3-8b ;; hybrid) model=$hybrid like=qwen35-9b ;;
+      *) echo "usage: gpu_measure.sh $stage [llama|hybrid] ..." >&2; exit 2 ;; esac
+    synth_models $like:$model
+    # The store lives in $OUT, so that it comes back with the command's files.
+    export XDG_CONFIG_HOME=$out/config
+    if [ $stage = search ]; then
+      goal=${3:-chat} budget=${4:-8m}
+      "$bin/1bit" tune -m "$model" --goal "$goal" --budget "$budget" --json "$out/search-$which-$goal.json" \
+        --html "$out/search-$which-$goal.html" >"$out/search-$which-$goal.txt" 2>"$out/search-$which-$goal.err" || true
+      cat "$out/search-$which-$goal.txt"
+      grep -v '^1bit tune: \[' "$out/search-$which-$goal.err" | tail -n 5
+    else
+      "$bin/1bit" bench -m "$model" --config stored= --config none=--no-recipes "${bench_opts[@]}" \
+        --json "$out/confirm-$which.json" >"$out/confirm-$which.txt" 2>"$out/confirm-$which.err" || true
+      cat "$out/confirm-$which.txt"
+      tail -n 2 "$out/confirm-$which.err"
+    fi
     ;;
   spec)
     synth_models llama3-8b:$llama llama3.2-1b:$draft
