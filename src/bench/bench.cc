@@ -354,14 +354,18 @@ void Bench::fit_prompt(int port, BenchRecord& rec, const BenchProgress& progress
 }
 
 void Bench::measure(const BenchConfig& c, int round, const std::string& label, BenchRecord& rec,
-                    const BenchProgress& progress, const std::atomic<bool>& stop) {
+                    const BenchProgress& progress, const std::atomic<bool>& stop, double time_limit_s) {
   static const std::pair<const char*, const char*> decode_prompts[] = {
       {"decode-code", kCodePrompt}, {"decode-prose", kProsePrompt}, {"decode-short", kShortPrompt}};
   if (std::none_of(rec.configs.begin(), rec.configs.end(), [&](const BenchConfig& x) { return x.name == c.name; }))
     rec.configs.push_back(c);
   rec.rounds = std::max(rec.rounds, round);
+  const auto started = Clock::now();
   auto step = [&](const std::string& what) {
     if (stop) throw Error("interrupted");
+    if (time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - started).count() > time_limit_s)
+      throw Error("config " + c.name + " took longer than " + std::to_string(static_cast<int>(time_limit_s)) +
+                  " s, its limit");
     progress(label + ", " + c.name + ": " + what);
   };
   step("starting serve");

@@ -95,11 +95,12 @@ class Bench {
   BenchRecord new_record() const;
   // One fresh serve for `config`: a warm-up, then every metric's samples for `round` appended to
   // `record` (configs are added to it as they first run). `progress` gets one-line statuses led
-  // by `label` ("round 1/3"); `stop` aborts between and during requests. Throws Error on any
-  // failure (a serve that does not start, a response without timings); the serve is stopped
-  // before it returns or throws.
+  // by `label` ("round 1/3"); `stop` aborts between and during requests, and so does passing
+  // `time_limit_s` (0: none; checked between requests). Throws Error on any failure (a serve
+  // that does not start, a response without timings, the limit); the serve is stopped before it
+  // returns or throws.
   void measure(const BenchConfig& config, int round, const std::string& label, BenchRecord& record,
-               const BenchProgress& progress, const std::atomic<bool>& stop);
+               const BenchProgress& progress, const std::atomic<bool>& stop, double time_limit_s = 0);
   const BenchOptions& options() const { return o_; }
 
  private:

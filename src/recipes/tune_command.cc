@@ -248,11 +248,11 @@ int run(const std::vector<std::string>& args) {
   };
   Bench bench(c.measure.bench);
   BenchRecord rec = bench.new_record();
-  auto measure = [&](const BenchConfig& config, int round, const std::string& label) {
+  auto measure = [&](const BenchConfig& config, int round, const std::string& label, double limit) {
     bench.measure(config, round, label, rec, [&](const std::string& step) {
       if (step.find("shortened") != std::string::npos) show(step, true);
       else if (tty) show(status_line + " | " + step.substr(step.find(", ") + 2), false);
-    }, stop);
+    }, stop, limit);
   };
   auto status = [&](const std::string& line) {
     status_line = line;

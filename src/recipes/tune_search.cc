@@ -125,14 +125,16 @@ TuneSearchResult tune_search(const TuneSearchOptions& o, const BenchRecord& reco
       if (spent()) break;
       const std::string label = knob.id + ", round " + std::to_string(round) + "/" + std::to_string(o.max_rounds);
       say(label + ": the base");
+      const double base_start = elapsed_s();
       try {
-        measure(base, round, label);
+        measure(base, round, label, 0);
       } catch (const Error& e) {
         if (!stop) result.failure = "the base of " + knob.id + " failed: " + e.what();
         result.budget_spent = true;
         break;
       }
       run.rounds = round;
+      const double limit = 3 * (elapsed_s() - base_start) + 10;
       std::rotate(live.begin(), live.begin() + static_cast<std::ptrdiff_t>((round - 1) % live.size()), live.end());
       std::vector<size_t> measured, unmeasured;  // unmeasured: the round was cut short
       for (size_t i : live) {
@@ -143,7 +145,7 @@ TuneSearchResult tune_search(const TuneSearchOptions& o, const BenchRecord& reco
         TuneCandidate& c = run.candidates[i];
         say(label + ": " + c.value.label());
         try {
-          measure(launch_with(o.launch, c.launch, c.config, engine), round, label);
+          measure(launch_with(o.launch, c.launch, c.config, engine), round, label, limit);
           c.rounds = round;
           measured.push_back(i);
         } catch (const Error& e) {

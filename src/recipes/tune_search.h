@@ -11,7 +11,9 @@
 //
 // The budget caps the whole search: no measurement starts once it is spent, so the search ends at
 // most one measurement past it, with the best found so far; a stop (Ctrl-C) ends it the same way.
-// A candidate whose serve fails is dropped with the reason; a failure of the base ends the search.
+// A candidate whose serve fails is dropped with the reason, and so is one whose measurement takes
+// more than three times the base's (plus 10 s): a hopeless value must not eat the budget. A
+// failure of the base ends the search.
 #pragma once
 
 #include <atomic>
@@ -68,8 +70,10 @@ struct TuneSearchResult {
 };
 
 // Runs one measurement of `config` (one serve, every metric) for `round`, appending to the record
-// the search passes it (Bench::measure in `1bit tune`, synthetic samples in tests).
-using TuneMeasure = std::function<void(const BenchConfig& config, int round, const std::string& label)>;
+// the search passes it (Bench::measure in `1bit tune`, synthetic samples in tests); throws Error
+// when it fails or runs past `time_limit_s` (0: no limit).
+using TuneMeasure =
+    std::function<void(const BenchConfig& config, int round, const std::string& label, double time_limit_s)>;
 
 // The search. `elapsed_s` is the wall clock since the run began (model loads included); `status`
 // gets one line per step (knob, candidate, round, elapsed / budget, best so far); `stop` ends it

@@ -18,6 +18,7 @@ struct FakeMachine {
   std::function<double(const std::string& args)> prompt = [](const std::string&) { return 1000.0; };
   std::function<std::string(const std::string& args)> answer = [](const std::string&) { return "same"; };
   std::function<bool(const std::string& args)> broken = [](const std::string&) { return false; };
+  std::function<bool(const std::string& args)> slow = [](const std::string&) { return false; };  // 20 times the cost
   double jitter = 0;  // relative, up in odd rounds and down in even ones: the noise of the run
   double cost_s = 10;
   double now = 0;
@@ -26,13 +27,18 @@ struct FakeMachine {
   BenchRecord record;
 
   TuneMeasure measure() {
-    return [this](const BenchConfig& c, int round, const std::string&) {
+    return [this](const BenchConfig& c, int round, const std::string&, double limit) {
       std::string args;
       for (const auto& a : c.args) args += a + " ";
       for (const auto& [k, v] : c.env) args += k + "=" + v + " ";
       if (broken(args)) throw Error("config " + c.name + ": serve exited with code 1");
+      const double cost = slow(args) ? 20 * cost_s : cost_s;
+      if (limit > 0 && cost > limit) {
+        now += limit;
+        throw Error("config " + c.name + " took longer than its limit");
+      }
       ++measurements;
-      now += cost_s;
+      now += cost;
       log.push_back(c.name + " " + std::to_string(round));
       const double j = 1 + jitter * (round % 2 ? 1 : -1);
       for (const char* m : {"decode-code", "decode-prose", "decode-short"}) record.samples.push_back({c.name, round, m, decode(args) * j});
@@ -152,6 +158,18 @@ TEST(TuneSearch, AFailingCandidateIsDroppedAndTheSearchGoesOn) {
   TuneSearchResult none = search(broken, {knob("ubatch", {"-ub 256"})});
   EXPECT_EQ(none.failure, "the base of ubatch failed: config ubatch.base: serve exited with code 1");
   EXPECT_TRUE(none.best.empty());
+}
+
+// A value that makes a measurement take far longer than the base's is cut off at three times the
+// base's time (plus 10 s) and dropped, instead of eating the budget.
+TEST(TuneSearch, AHopelesslySlowValueIsCutOff) {
+  FakeMachine m;
+  m.slow = [](const std::string& a) { return has(a, "-ngl 1"); };
+  TuneSearchResult r = search(m, {knob("gpu-layers", {"-ngl 1"}), knob("ubatch", {"-ub 256"})});
+  EXPECT_EQ(r.knobs[0].candidates[0].decision, "failed: config gpu-layers.ngl-1 took longer than its limit");
+  EXPECT_EQ(r.knobs.size(), 2u);
+  // Two rounds of ubatch, one of gpu-layers' base and its cut-off candidate (3 x 10 + 10 s).
+  EXPECT_EQ(m.now, 10 + 40 + 4 * 10);
 }
 
 TEST(TuneSearch, LaunchWithLaysTheValueOverTheEngineArguments) {
