@@ -54,42 +54,6 @@ constexpr size_t scan_smem() {
   return kept + swap + sizeof(float) * (C * L::kS + (kApart ? 2 : 3) * C * L::kX + (kApart ? 0 : C * L::kA));
 }
 
-// W S and Q S (the chunk's U and O) by the two warps of a row block, each over one half (kh) of the
-// state's rows for all four column tiles, swapping the partial sums of each other's tiles through
-// shared memory (swap): a warp keeps tiles [2 kh, 2 kh + 2), from its tcol0. The producer warp
-// computes nothing: it calls during() while the others compute and after() once every warp is
-// done reading Q.
-template <int D, int kLdX, class Tile, class During, class After>
-__device__ __forceinline__ void half_row_products(float (&acc)[2][4], float (&qs_acc)[2][4], const float* ws,
-                                                  const float* qx, const Tile& st, float* swap, int trow0, int warp,
-                                                  int lane, bool producer, const During& during, const After& after) {
-  const int kh = warp & 1;
-  float part[2][4][4] = {};
-  if (producer) {
-    during();
-  } else {
-    mma_rows<kLdX, 1>(part, {ws, qx}, st, trow0, 0, kh * (D / 2), (kh + 1) * (D / 2), lane);
-    float* out = swap + warp * kSwapFloats * 32 + lane;
-#pragma unroll
-    for (int m = 0; m < 2; ++m)
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
-  }
-  __syncthreads();
-  if (producer) after();
-  const float* in = swap + (warp ^ 1) * kSwapFloats * 32 + lane;
-#pragma unroll
-  for (int j = 0; j < 2 && !producer; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int x = (j * 4 + e) * 32, y = ((2 + j) * 4 + e) * 32;
-      acc[j][e] = (kh ? part[0][2 + j][e] : part[0][j][e]) + in[x];
-      qs_acc[j][e] = (kh ? part[1][2 + j][e] : part[1][j][e]) + in[y];
-    }
-}
-
 // O = scale (e^{G} Q S + P U) on tensor cores for this warp's kN tiles of 16 x 8 from (trow0,
 // tcol0), o holding Q S on entry, stored to ob (rows o_token floats apart) below row n. P is lower
 // triangular: columns past the row tile's last row add nothing. An idle warp (the producer)
@@ -304,9 +268,34 @@ __global__ void __launch_bounds__(kScanThreads<kTC, kApart>, kApart ? 2 : 1) gdn
       if constexpr (kApart) {
         mma_rows<L::kX>(acc, ws, st, trow0, tcol0, D, lane);
       } else {
+        // This warp's half of the rows of S (kh) for all four column tiles; it keeps tiles
+        // [2 kh, 2 kh + 2) (its own, tcol0) and hands the other two to the warp of the other half.
         static_assert(kN == 2 && kColTiles == 4, "two warps a row block, two column tiles each");
-        half_row_products<D, L::kX>(acc, qs_acc, ws, qx, st, swap, trow0, warp, lane, producer,
-                                    [&] { produce_pk(c); }, [&] { produce_q(c + 1); });
+        const int kh = warp & 1;
+        float part[2][kColTiles][4] = {};
+        if (producer) {
+          produce_pk(c);
+        } else {
+          mma_rows<L::kX, 1>(part, {ws, qx}, st, trow0, 0, kh * (D / 2), (kh + 1) * (D / 2), lane);
+          float* out = swap + warp * kSwapFloats * 32 + lane;
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
+        }
+        __syncthreads();
+        if (producer) produce_q(c + 1);  // every warp is done reading Q
+        const float* in = swap + (warp ^ 1) * kSwapFloats * 32 + lane;
+#pragma unroll
+        for (int j = 0; j < 2 && !producer; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int x = (j * 4 + e) * 32, y = ((2 + j) * 4 + e) * 32;
+            acc[j][e] = (kh ? part[0][2 + j][e] : part[0][j][e]) + in[x];
+            qs_acc[j][e] = (kh ? part[1][2 + j][e] : part[1][j][e]) + in[y];
+          }
       }
       float* u_out = s.u + (unit0 + c) * C * D + col0;  // kApart: U over U', which only this CTA read
 #pragma unroll

@@ -11,6 +11,7 @@
 #include "../products.cuh"
 #include "../scan.cuh"
 #include "device.cuh"
+#include "device_sm90.cuh"
 #include "entry.h"
 #include "variants.h"
 

@@ -193,8 +193,34 @@ __global__ void __launch_bounds__(kThreads + (kAlongside ? 0 : 32), kAlongside ?
     float qs_acc[kN][4] = {};
     float acc[kN][4] = {};
     if constexpr (kProd) {
-      half_row_products<D, L::kX>(acc, qs_acc, ws, qx, st, swap, trow0, warp, lane, producer, [&] { produce_pk(c); },
-                                  [&] { produce_q(c + 1); });
+      // As in scan.cuh: this warp's half of the rows of S (kh) for all four column tiles; it keeps
+      // tiles [2 kh, 2 kh + 2) and hands the other two to the warp of the other half.
+      static_assert(kN == 2 && kColTiles == 4, "two warps a row block, two column tiles each");
+      const int kh = warp & 1;
+      float part[2][kColTiles][4] = {};
+      if (producer) {
+        produce_pk(c);
+      } else {
+        mma_rows<L::kX, 1>(part, {ws, qx}, st, trow0, 0, kh * (D / 2), (kh + 1) * (D / 2), lane);
+        float* out = swap + warp * kSwapFloats * 32 + lane;
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) out[((m * 2 + j) * 4 + e) * 32] = kh ? part[m][j][e] : part[m][2 + j][e];
+      }
+      __syncthreads();
+      if (producer) produce_q(c + 1);  // every warp is done reading Q
+      const float* in = swap + (warp ^ 1) * kSwapFloats * 32 + lane;
+#pragma unroll
+      for (int j = 0; j < 2 && !producer; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int x = (j * 4 + e) * 32, y = ((2 + j) * 4 + e) * 32;
+          acc[j][e] = (kh ? part[0][2 + j][e] : part[0][j][e]) + in[x];
+          qs_acc[j][e] = (kh ? part[1][2 + j][e] : part[1][j][e]) + in[y];
+        }
     } else {
       float ws_qs[2][kN][4] = {};
       mma_rows<L::kX, 2>(ws_qs, {ws, qx}, st, trow0, tcol0, 0, D, lane);

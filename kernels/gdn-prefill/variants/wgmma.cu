@@ -9,6 +9,7 @@
 #include "../output.cuh"
 #include "../prep.cuh"
 #include "device.cuh"
+#include "device_sm90.cuh"
 #include "entry.h"
 #include "variants.h"
 
