@@ -133,17 +133,11 @@ __device__ __forceinline__ void async_wait() {
   ONEBIT_SM80_ONLY(asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"));
 }
 
-// cudaLaunchKernelEx's configuration of a launch with the attributes attrs[0, count).
+// cudaLaunchKernelEx's configuration of a launch with the attributes attrs[0, count) (the fields in
+// the runtime's order: grid, block, dynamic shared memory, stream, attributes and their count).
 inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
                                         cudaLaunchAttribute* attrs, unsigned count) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  config.attrs = attrs;
-  config.numAttrs = count;
-  return config;
+  return cudaLaunchConfig_t{grid, block, shared_bytes, stream, attrs, count};
 }
 
 // Before sm_90 there is no early start: the launch is a plain one.

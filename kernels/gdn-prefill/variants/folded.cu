@@ -18,8 +18,8 @@
 namespace gdn {
 namespace {
 
-// Prep folds the chunk's transform into the scan's other operands instead
-// of writing W and U'. With T' = (I + A)^{-1} diag(beta),
+// Prep folds the chunk's transform into the scan's other operands instead of writing W and U'.
+// With T' = (I + A)^{-1} diag(beta),
 //   U = U' - W S = T' (V - diag(e^{G}) K S),
 // so prep writes P' = P T' for O and W2 = T'^T K~ for the state update, and the scan takes
 // Y = V - diag(e^{G}) K S from K and V as they come: O = scale (e^{G} Q S + P' Y) and
