@@ -1,4 +1,4 @@
-// How every kernel package judges a result against its float64 oracle: the SNR of the brief's
+// How every kernel package judges a result against its float64 oracle: the SNR of the driver
 // contract, 10 log10(mean(ref^2) / mean(err^2)), plus finiteness and an elementwise allclose.
 #pragma once
 

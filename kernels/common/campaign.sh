@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One campaign step of a kernel package on the GPU machine: build its driver, check every case,
-# time them, and keep the best median per case (results.tsv) with the hash of the kernel sources; every run's
-# log goes to the package's runs/.
+# One campaign step of a kernel package on a machine with its GPU: build its driver, check every
+# case, time them, and keep the best median per case (results.tsv) with the hash of the kernel
+# sources; every run's log goes to the package's runs/.
 #
 #   kernels/common/campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR   (a build made with make build CUDA=1)
 set -euo pipefail
@@ -10,7 +10,8 @@ target=${2:?usage: campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR}
 build=${3:?usage: campaign.sh PACKAGE_DIR DRIVER_TARGET BUILD_DIR}
 cmake --build "$build" --target "$target" -j "$(nproc)" >/dev/null
 mkdir -p "$package/runs"
-version=$(cat "$package"/*.cu "$package"/*.cuh "$package"/*.h "$package"/../common/device.cuh 2>/dev/null | sha256sum | cut -c1-12)
+version=$(cat "$package"/*.cu "$package"/*.cuh "$package"/*.h "$package"/variants/* "$package"/../common/device.cuh \
+  2>/dev/null | sha256sum | cut -c1-12)
 log=$package/runs/$(date -u +%Y%m%dT%H%M%SZ)-$version.log
 "$build/bin/$target" --bench-mode | tee "$log"
 grep -q '^allclose: true' "$log" || { echo "campaign.sh: accuracy bar not met; nothing kept" >&2; exit 1; }

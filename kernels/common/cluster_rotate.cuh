@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "device.cuh"
+#include "device_sm90.cuh"
 
 // Each block of a cluster stores a cell per thread in its dynamic shared memory and in a static
 // array, waits for the cluster (with_sync), then each thread reads a cell of the neighbour block

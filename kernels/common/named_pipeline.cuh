@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "device.cuh"
+#include "device_sm90.cuh"
 
 // 96 threads: warp 2 produces a round of 64 values, warps 0 and 1 consume it, four rounds
 // through one shared buffer. The consumers' arrivals on barrier 1 free the buffer, the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a kernel package's driver without the engine (KERNELS_NO_ENGINE: our kernels' checks and
-# times only) with nvcc alone, for quick campaign steps: build it wherever nvcc is, run it on the
-# GPU machine, and leave the engine build (minutes) for the comparison runs. The driver links the
+# times only) with nvcc alone, for quick campaign steps: build it wherever nvcc is, run it on a
+# machine with the GPU, and leave the engine build (minutes) for the comparison runs. The driver links the
 # CUDA runtime and the C++ library statically, so it runs on another machine's image.
 #
 #   kernels/common/standalone_driver.sh PACKAGE_DIR OUT_BINARY

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "device.cuh"
+#include "device_sm90.cuh"
 
 constexpr int kWgK = 16;
 constexpr int kWgmmaPairBytes = (64 + 32 + 16) * kWgK * 4;

@@ -11,8 +11,8 @@
 //   engine_ms: <case> <median> ... engine / <variant> <ratio>
 //   auto: <case> <variant> (...)                which of v3 and v4 auto_variant picks on this GPU,
 //                                               and whether it is the faster (both timed)
-// Every variant (kernel.cuh's kVariants) is checked and timed; case names start with its name
-// (v1/ .. v10/).
+// Every variant (variants/variants.h: the engine's v1-v4 and those that lost) is checked and timed;
+// case names start with its name (v1/ .. v10/).
 //
 //   gdn_prefill_driver [--bench-mode] [--filter TEXT] [--variant v1..v10] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
@@ -33,6 +33,7 @@
 #include "engine_graph.h"
 #endif
 #include "reference.h"
+#include "variants/variants.h"
 
 using namespace gdn;
 
@@ -58,7 +59,7 @@ struct DeviceProblem {
     check_cuda(cudaMalloc(&out, sizeof(float) * p.out_elems()), "cudaMalloc");
     args = contiguous_args(p.shape, q, k, v, g, beta, state, out);
     size_t bytes = 0;  // enough for every variant
-    for (Variant v : kVariants) bytes = std::max(bytes, gdn_prefill_scratch_bytes(args, v));
+    for (const KernelVariant& v : kernel_variants()) bytes = std::max(bytes, v.scratch_bytes(args));
     check_cuda(cudaMalloc(&scratch, bytes), "cudaMalloc scratch");
   }
   ~DeviceProblem() {
@@ -132,12 +133,12 @@ int main(int argc, char** argv) {
       const Problem p = make_problem(s, m, 1);
       const PairOutput<double> want = oracle_checked(p);
       DeviceProblem d(p);
-      std::vector<std::pair<Variant, double>> variant_ms;
-      for (Variant var : kVariants) {
-        if (!o.variant.empty() && o.variant != variant_name(var)) continue;
-        const std::string vname = std::string(variant_name(var)) + "/" + name;
+      std::vector<std::pair<std::string, double>> variant_ms;
+      for (const KernelVariant& var : kernel_variants()) {
+        if (!o.variant.empty() && o.variant != var.name) continue;
+        const std::string vname = std::string(var.name) + "/" + name;
         check_cuda(cudaMemset(d.out, 0xff, sizeof(float) * p.out_elems()), "poison");  // NaN: unwritten shows
-        check_cuda(gdn_prefill(d.args, d.scratch, nullptr, var), vname.c_str());
+        check_cuda(var.run(d.args, d.scratch, nullptr), vname.c_str());
         check_cuda(cudaDeviceSynchronize(), vname.c_str());
         std::vector<float> out(static_cast<size_t>(p.out_elems()));
         check_cuda(cudaMemcpy(out.data(), d.out, out.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
         for (int rep = 0; rep < o.reps + 2; ++rep) {
           cudaMemsetAsync(flush, rep & 0xff, kFlushBytes);
           cudaEventRecord(e0);
-          gdn_prefill(d.args, d.scratch, nullptr, var);
+          var.run(d.args, d.scratch, nullptr);
           cudaEventRecord(e1);
           cudaEventSynchronize(e1);
           float t;
@@ -166,15 +167,15 @@ int main(int argc, char** argv) {
         std::printf("wall_ms: %s", vname.c_str());
         for (double t : ms) std::printf(" %.4f", t);
         const double med = median(ms);
-        variant_ms.push_back({var, med});
+        variant_ms.push_back({var.name, med});
         const double flops = 2.0 * 3.0 * s.T * s.B * s.Hv * static_cast<double>(s.S) * s.S;  // the recurrence's work
         std::printf("\ncase_ms: %s %.4f  (%.1f us, %.1f TFLOP/s of recurrence work)\n", vname.c_str(), med, med * 1e3,
                     flops / (med * 1e-3) / 1e12);
       }
       double v3_ms = 0, v4_ms = 0;
       for (const auto& [var, ms] : variant_ms) {
-        if (var == Variant::kTensorCoresSplit) v3_ms = ms;
-        if (var == Variant::kOutputApart) v4_ms = ms;
+        if (var == variant_name(Variant::kTensorCoresSplit)) v3_ms = ms;
+        if (var == variant_name(Variant::kOutputApart)) v4_ms = ms;
       }
       if (v3_ms > 0 && v4_ms > 0) {
         const Variant pick = auto_variant(d.args, sm_count);
@@ -196,7 +197,7 @@ int main(int argc, char** argv) {
         const double emed = median(ems);
         std::printf("engine_ms: %s %.4f  (snr attn %.1f dB, snapshots %.1f dB)", name.c_str(), emed, ej.attn.snr_db,
                     ej.snapshots.snr_db);
-        for (const auto& [var, ms] : variant_ms) std::printf("  engine / %s %.2fx", variant_name(var), emed / ms);
+        for (const auto& [var, ms] : variant_ms) std::printf("  engine / %s %.2fx", var.c_str(), emed / ms);
         std::printf("\n");
       }
 #endif

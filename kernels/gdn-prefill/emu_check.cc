@@ -1,11 +1,11 @@
-// make test's check of the CUDA kernel's own source, on the CPU: kernel.cu (every variant) runs
-// under the emulator (kernels/common/emu) on the small cases in every mode, with the block's
-// threads in three orders. It must meet the accuracy bar against the float64 oracle (attention and
-// snapshots), give bit-identical results in every order (a difference means a shared-memory
-// race), leave the snapshot slots it must not write untouched, and trip none of the emulator's
-// checks (divergent barriers, launch limits, shared memory without the opt-in). With q, k and v
-// where 16-byte copies cannot reach them (the kernel then copies 4 bytes at a time) the results
-// must be the same bits.
+// make test's check of the CUDA kernels' own sources, on the CPU: every variant (the engine's, in
+// dispatch.cu, and those that lost, in variants/) runs under the emulator (kernels/common/emu) on
+// the small cases in every mode, with the block's threads in three orders. It must meet the
+// accuracy bar against the float64 oracle (attention and snapshots), give bit-identical results
+// in every order (a difference means a shared-memory race), leave the snapshot slots it must not
+// write untouched, and trip none of the emulator's checks (divergent barriers, launch limits,
+// shared memory without the opt-in). With q, k and v where 16-byte copies cannot reach them (the
+// kernel then copies 4 bytes at a time) the results must be the same bits.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -16,14 +16,15 @@
 #include "kernel_config.h"
 #include "launch_args.h"
 #include "reference.h"
+#include "variants/variants.h"
 
 using namespace gdn;
 
 namespace {
 
 // Scratch filled with NaN bytes: what a kernel reads before anything wrote it spoils the result.
-std::vector<double> poisoned_scratch(const GdnArgs& a, Variant v) {
-  std::vector<double> scratch(gdn_prefill_scratch_bytes(a, v) / sizeof(double) + 1);
+std::vector<double> poisoned_scratch(const GdnArgs& a, const KernelVariant& v) {
+  std::vector<double> scratch(v.scratch_bytes(a) / sizeof(double) + 1);
   std::memset(scratch.data(), 0xff, scratch.size() * sizeof(double));
   return scratch;
 }
@@ -50,8 +51,8 @@ int main() {
     for (Mode m : all_modes()) {
       const Problem p = make_problem(s, m, 1);
       const PairOutput<double> want = oracle_checked(p);
-      for (Variant var : kVariants) {
-        const std::string name = std::string(variant_name(var)) + "/" + case_name(s, m);
+      for (const KernelVariant& var : kernel_variants()) {
+        const std::string name = std::string(var.name) + "/" + case_name(s, m);
         std::vector<float> first;
         for (cuda_emu::Order order : orders) {
           std::vector<float> out(static_cast<size_t>(p.out_elems()), kUnwritten);
@@ -60,7 +61,7 @@ int main() {
           std::vector<double> scratch = poisoned_scratch(a, var);
           cuda_emu::set_order(order, 7);
           cuda_emu::clear_problems();
-          cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
+          cudaError_t e = var.run(a, scratch.data(), nullptr);
           if (e == cudaSuccess) e = cudaGetLastError();
           if (e != cudaSuccess || !cuda_emu::problems().empty()) {
             std::printf("case %s: %s\n%s", name.c_str(), cudaGetErrorString(e), cuda_emu::problems().c_str());
@@ -84,7 +85,7 @@ int main() {
                                             out.data());
           std::vector<double> scratch = poisoned_scratch(a, var);
           cuda_emu::set_order(cuda_emu::Order::kForward, 7);
-          cudaError_t e = gdn_prefill(a, scratch.data(), nullptr, var);
+          cudaError_t e = var.run(a, scratch.data(), nullptr);
           if (e == cudaSuccess) e = cudaGetLastError();
           if (e != cudaSuccess || std::memcmp(first.data(), out.data(), out.size() * sizeof(float)) != 0) {
             std::printf("case %s: q, k, v off 16-byte boundaries give other results\n", name.c_str());

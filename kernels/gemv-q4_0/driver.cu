@@ -12,8 +12,8 @@
 //   floor_ms: <shape> <median>              reading W alone, as fast as plain loads go (the
 //                                           best of 36 kernel shapes): what no GEMV of that
 //                                           shape can beat
-// Every variant of kernel.cuh is checked and timed (case names start with its name) unless
-// --variant picks one.
+// Every variant (variants/variants.h: the engine's and those that lost) is checked and timed (case
+// names start with its name) unless --variant picks one.
 //
 //   gemv_q4_0_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
@@ -33,6 +33,7 @@
 #include "engine_graph.h"
 #endif
 #include "reference.h"
+#include "variants/variants.h"
 
 using namespace gemv;
 

@@ -14,6 +14,7 @@
 #include "cuda_emu.h"
 #include "kernel.cuh"
 #include "reference.h"
+#include "variants/variants.h"
 
 using namespace gemv;
 
@@ -81,7 +82,7 @@ int main() {
     }
   }
   // The engine's choice between v5 and MMVQ against what the H200 measured inside the engine
-  // (docs/results.md, sixth session): v5 was faster from `wins_from` columns on (9: never). The
+  // (docs/results.md, 2026-11-30): v5 was faster from `wins_from` columns on (9: never). The
   // rule must never pick a product MMVQ won, and picks exactly from `chosen_from` (the one win it
   // leaves to MMVQ is 4096 x 14336 at 4 columns, by 4%).
   {

@@ -3,13 +3,13 @@
 // x_stride blocks apart: k/32, or more where the engine pads its quantized activations), k a
 // multiple of 32, 1 <= cols <= 8, any rows. Runs on `stream`, returns launch errors.
 //
-// The campaign keeps several variants side by side; the driver checks and times each.
+// These are the variants the engine dispatches (ONEBIT_GEMV_Q4_0 names them); variants/ holds
+// those that lost, which the driver and the emulator check also run.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <vector>
 
 #include "blocks.h"
 
@@ -18,29 +18,13 @@ namespace gemv {
 using GemvFn = cudaError_t (*)(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                                int64_t k, int cols, cudaStream_t stream);
 
-struct Variant {
-  const char* name;
-  const char* what;
-  GemvFn run;
-};
-
-// v1: dp4a, a warp per row; v1-batch4: four blocks a lane in flight.  v2: int8 tensor cores (mma m16n8k32), k split over a CTA's 8 warps,
-// 16 rows a CTA.  v2-wide: the same with 32 rows a CTA (activations read half as often).
+// v2: int8 tensor cores (mma m16n8k32), k split over a CTA's 8 warps, 16 rows a CTA (mma.cu).
 // v3: v2's arithmetic fed through a cp.async ring of 16-byte copies, 16 rows a CTA; v3-wide: 32
 // rows; v3-tall: 64 rows with a shallower ring. v4, v4-wide: v3, v3-wide with each warp meeting
-// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring (two CTAs an SM);
-// v5-narrow: 16 rows.
-// v6: v5 with persistent CTAs (one wave, each walking row tiles with its ring kept filled).
-const std::vector<Variant>& variants();
-
-cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream);
-cudaError_t gemv_v1_batch4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                           int64_t k, int cols, cudaStream_t stream);
+// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring, two CTAs an SM
+// (staged.cu).
 cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
-cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                         int64_t k, int cols, cudaStream_t stream);
 
 cudaError_t gemv_v3(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
@@ -54,13 +38,9 @@ cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_strid
                          int64_t k, int cols, cudaStream_t stream);
 cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
-cudaError_t gemv_v5_narrow(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                           int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v6(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream);
 
 // Whether v5 beats the engine's MMVQ on a product, from the H200 measurements inside the engine
-// (docs/results.md, sixth session: both sides timed through ggml, activation quantization
+// (docs/results.md, 2026-11-30: both sides timed through ggml, activation quantization
 // included): at every column count on an output head (151936 rows); from 5 columns on shapes of
 // 4096 rows or more holding at least 2^25 weights (it also won the 4-column product of
 // 4096 x 14336, by 4%, left to MMVQ here); from 7 columns on smaller ones of 4096 rows or more

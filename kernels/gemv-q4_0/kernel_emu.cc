@@ -1,6 +1,8 @@
-// The CUDA kernels' own sources, compiled for the CPU emulator (kernels/common/emu).
-#include "kernel.cu"
-#include "kernel_v1.cu"
-#include "kernel_v2.cu"
-#include "kernel_v3.cu"
-#include "kernel_v6.cu"
+// The CUDA kernels' own sources, compiled for the CPU emulator (kernels/common/emu): the engine's
+// variants and those that lost.
+#include "mma.cu"
+#include "staged.cu"
+#include "variants/dp4a.cu"
+#include "variants/persistent.cu"
+#include "variants/shapes.cu"
+#include "variants/variants.cu"

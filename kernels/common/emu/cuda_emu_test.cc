@@ -8,6 +8,7 @@
 
 #include "cuda_emu.h"
 #include "device.cuh"
+#include "device_sm90.cuh"
 #include "cluster_rotate.cuh"
 #include "named_pipeline.cuh"
 #include "wgmma_pair.cuh"

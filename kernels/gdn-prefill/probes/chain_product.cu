@@ -4,7 +4,7 @@
 //   U (64 x 32) += W (64 x 128) S (128 x 32), float accuracy through the 3xTF32 split, repeated R
 //   times by one CTA, each repetition after the one before and a barrier (as the scan's chain is).
 //
-//   mma      the scan's way as of the eighth session (v3 at 3a8c410: three accumulators a tile):
+//   mma      the scan's way at 3a8c410 (v3 then, with three accumulators a tile):
 //            8 warps of mma.sync m16n8k8, W's fragments loaded from shared memory and split per
 //            fragment, S kept split as (high, rest) pairs.
 //   regs     the same mma.sync instructions with operands that stay in registers: what mma.sync
@@ -24,11 +24,12 @@
 // step that drops the accumulator) and compares it exactly. That shows the layouts and register
 // mapping the emulator assumes are the GPU's; its small integers sum exactly, so it says nothing
 // of rounding or summation order (the float64 checks above cover accuracy).
-// Build and run on the GPU machine (sm_90a: wgmma exists only there):
+// Build and run on an sm_90a GPU (wgmma exists only there):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels/common \
 //     -o .gpu/chain_product kernels/gdn-prefill/probes/chain_product.cu
 //   .gpu/chain_product [REPS]
 #include "device.cuh"
+#include "device_sm90.cuh"
 #include "driver_util.cuh"
 #include "wgmma_pair.cuh"
 

@@ -1,15 +1,19 @@
-// Version 1 of the GEMV (the starting point of the campaign, see program.md): one warp per weight row; the
-// lanes walk the row's 32-value blocks in steps of 32 (consecutive lanes, consecutive blocks: the
-// warp's weight loads are contiguous), each lane keeping one partial sum per column, so every
-// weight block is read once whatever the column count. Per block and column the dot product is
-// exact in integers: the nibbles are unpacked, 8 subtracted bytewise (q4_device.cuh), and signed
-// dp4a accumulates (q_w - 8) * q_a; one float multiply by d_w * d_a adds it in. A warp
-// reduction per column ends the row.
+// v1, v1-batch4: dp4a, a warp per row. Lost to MMVQ: 21.8 / 71.5 and 24.6 / 102.4 us against 17.4 / 36.1.
+// (H200, 4096 x 14336, 1 / 8 columns, 2026-11-30.) Its cost grows with the column count: each
+// column re-reads activations per row and the lanes hold 8 partial sums (program.md).
+//
+// The first form of the GEMV: one warp per weight row; the lanes walk the row's 32-value blocks
+// in steps of 32 (consecutive lanes, consecutive blocks: the warp's weight loads are contiguous),
+// each lane keeping one partial sum per column, so every weight block is read once whatever the
+// column count. Per block and column the dot product is exact in integers: the nibbles are
+// unpacked, 8 subtracted bytewise (q4_device.cuh), and signed dp4a accumulates (q_w - 8) * q_a;
+// one float multiply by d_w * d_a adds it in. A warp reduction per column ends the row.
 #include <cuda_fp16.h>
 
+#include "../kernel.cuh"
+#include "../q4_device.cuh"
 #include "device.cuh"
-#include "kernel.cuh"
-#include "q4_device.cuh"
+#include "variants.h"
 
 namespace gemv {
 namespace {

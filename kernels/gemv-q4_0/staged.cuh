@@ -1,4 +1,4 @@
-// Version 3 of the GEMV: v2's arithmetic (one int8 mma.m16n8k32 per Q4_0 block of 16 rows x 8
+// The GEMV's cp.async ring (v3 to v5; v5-narrow in variants/shapes.cu): v2's arithmetic (one int8 mma.m16n8k32 per Q4_0 block of 16 rows x 8
 // columns, exact integer sums, one float multiply-add per result) fed the way HBM wants to be
 // read. On the H200 v1 and v2 reached a third of the copy bandwidth: their loads are 2 bytes wide
 // (a Q4_0 block is 18 bytes, so nothing in it is 4-byte aligned) and a warp had only a few hundred
@@ -16,13 +16,18 @@
 //
 // v5 is v4-wide with a 2-stage ring: half the shared memory, so two CTAs fit an SM instead of
 // one. On the H200 that beat every deeper ring (4096 x 14336, 8 columns: 20.3 us against
-// v4-wide's 21.8; 151936 x 4096: 130 against 175 us at 1 column). v5-narrow has 16 rows a CTA
-// (17.0 us at 1 column in that sweep). Asking the compiler for 3 or 4 CTAs an SM (80 and 64
-// registers, some spilling) was slower at every shape (26-37 us on 4096 x 14336).
+// v4-wide's 21.8; 151936 x 4096: 130 against 175 us at 1 column). Asking the compiler for 3 or 4
+// CTAs an SM (80 and 64 registers, some spilling) was slower at every shape (26-37 us on
+// 4096 x 14336).
 //
 // Needs rows whose byte length is a multiple of 16 (k a positive multiple of 256) and 16-byte
 // aligned W; other shapes go to v2, which computes the same sums.
+#pragma once
+
 #include <cuda_fp16.h>
+
+#include <atomic>
+#include <cstdint>
 
 #include "device.cuh"
 #include "kernel.cuh"
@@ -171,40 +176,4 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
 }
 
 }  // namespace staged
-
-cudaError_t gemv_v3(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream) {
-  return staged::launch<1, 4, false>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v3_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                         int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<2, 4, false>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v3_tall(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                         int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<4, 2, false>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream) {
-  return staged::launch<1, 4, true>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                         int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<2, 4, true>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream) {
-  return staged::launch<2, 2, true>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v5_narrow(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                           int64_t k, int cols, cudaStream_t stream) {
-  return staged::launch<1, 2, true>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
 }  // namespace gemv

@@ -1,8 +1,8 @@
-// Version 2 of the GEMV: int8 tensor cores. One Q4_0 block is exactly the k of one
-// mma.m16n8k32 (s8 x s8 -> s32), and its 8 columns are exactly the activation columns, so a
-// block of 16 rows x 32 k x 8 columns is one instruction whose int32 result is the exact
-// sum of (q_w - 8) * q_a for every (row, column); one float multiply-add per result with
-// d_w * d_a adds it in, as the accuracy bar asks. The column count costs nothing: 1 column and
+// The GEMV on int8 tensor cores (v2; in another CTA shape, variants/shapes.cu). One Q4_0 block is
+// exactly the k of one mma.m16n8k32 (s8 x s8 -> s32), and its 8 columns are exactly the
+// activation columns, so a block of 16 rows x 32 k x 8 columns is one instruction whose int32
+// result is the exact sum of (q_w - 8) * q_a for every (row, column); one float multiply-add per
+// result with d_w * d_a adds it in, as the accuracy bar asks. The column count costs nothing: 1 column and
 // 8 run the same instructions, and the time is the time to read W.
 //
 // A CTA owns 16 x kTiles rows; its 8 warps split the row's blocks into contiguous ranges and
@@ -14,6 +14,8 @@
 // k 4t.. and k 16+4t..; C's hold row g, columns 2t and 2t+1, then row g+8. Q4_0 keeps element i
 // in the low nibble of byte i and element 16+i in its high nibble, so one 4-byte load of a
 // block's bytes 4t..4t+3 gives both of a row's A registers.
+#pragma once
+
 #include <cuda_fp16.h>
 
 #include "device.cuh"
@@ -96,15 +98,4 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
 }
 
 }  // namespace
-
-cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream) {
-  return launch<1, 8>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
-cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                         int64_t k, int cols, cudaStream_t stream) {
-  return launch<2, 4>(w, x, x_stride, out, rows, k, cols, stream);
-}
-
 }  // namespace gemv
