@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the links of the project's documentation, from the checkout's root:
 
-- every relative markdown link [text](path#anchor) in README.md, docs/, dev/ and models/ names an
+- every relative markdown link [text](path#anchor) in README.md, docs/, dev/, models/, kernels/ and patches/ names an
   existing file or folder, and an anchor into a markdown file names one of its headings;
 - every docs/runs/... path written anywhere in those files (and in scripts/ and dev/) exists;
 - every file a docs/runs/*/README.md names in the first column of its tables exists in its
@@ -18,7 +18,7 @@ import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-DOC_GLOBS = ["README.md", "docs/**/*.md", "dev/**/*.md", "models/**/*.md"]
+DOC_GLOBS = ["README.md", "docs/**/*.md", "dev/**/*.md", "models/**/*.md", "kernels/**/*.md", "patches/**/*.md"]
 PATH_GLOBS = DOC_GLOBS + ["scripts/*", "dev/*"]
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
