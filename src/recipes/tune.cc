@@ -67,16 +67,6 @@ std::string moved(const MetricChange& m) {
   return m.metric + " " + (m.base_median == 0 ? std::string("n/a") : percent((m.median - m.base_median) / m.base_median));
 }
 
-std::string slug(const std::string& text) {
-  std::string s;
-  for (char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!s.empty() && s.back() != '-') s += '-';
-  }
-  while (!s.empty() && s.back() == '-') s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 TuneGoal parse_tune_goal(const std::string& word) {
@@ -176,7 +166,7 @@ json recipe_entry(const BenchRecord& r, const Comparison& c, TuneGoal goal, cons
     for (size_t i = 0; i < costs.size(); ++i) why += (i ? ", " : "") + costs[i];
   }
   if (!on_top_of.empty()) why += "; measured on top of " + on_top_of.label();
-  json entry = {{"id", f.value("architecture", "model") + "-" + scope.where.device + "-" + slug(setting.label())},
+  json entry = {{"id", f.value("architecture", "model") + "-" + scope.where.device + "-" + setting.slug()},
                 {"match", match},
                 {"why", why},
                 {"measured", std::filesystem::path(r.model).filename().string() + ", " + machine + ", " + measured + ", " +

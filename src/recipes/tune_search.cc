@@ -16,16 +16,6 @@ std::string clock_text(double s) {
   return buf;
 }
 
-std::string name_part(const std::string& text) {
-  std::string s;
-  for (char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!s.empty() && s.back() != '-') s += '-';
-  }
-  while (!s.empty() && s.back() == '-') s.pop_back();
-  return s.empty() ? "value" : s;
-}
-
 // Whether `candidate` gave `base`'s greedy answer to every prompt, in every round of both.
 bool same_answers(const BenchRecord& r, const std::string& base, const std::string& candidate) {
   bool any = false;
@@ -101,8 +91,9 @@ TuneSearchResult tune_search(const TuneSearchOptions& o, const BenchRecord& reco
       TuneCandidate c;
       c.value = value;
       c.launch = overlay(result.best, value, engine);
-      std::string name = knob.id + "." + name_part(value.label());
-      for (int n = 2; names.count(name); ++n) name = knob.id + "." + name_part(value.label()) + "-" + std::to_string(n);
+      const std::string stem = knob.id + "." + (value.slug().empty() ? "value" : value.slug());
+      std::string name = stem;
+      for (int n = 2; names.count(name); ++n) name = stem + "-" + std::to_string(n);
       c.config = name;
       const BenchConfig config = launch_with(o.launch, c.launch, name, engine);
       if (config.args == base.args && config.env == base.env) continue;  // the launch has this value already

@@ -160,6 +160,16 @@ std::string TuneSetting::label() const {
   return s;
 }
 
+std::string TuneSetting::slug() const {
+  std::string s;
+  for (char c : label()) {
+    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!s.empty() && s.back() != '-') s += '-';
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s;
+}
+
 TuneSetting parse_setting(const std::string& text, const std::string& what, const EngineArgs& engine) {
   TuneSetting s;
   s.args = shell_split(text);

@@ -31,6 +31,9 @@ struct TuneSetting {
   bool empty() const { return args.empty() && env.empty(); }
   // "VAR=VALUE ... args", shell-quoted.
   std::string label() const;
+  // The label's letters and digits in lower case, every other run as one '-' ("-ub 1024":
+  // "ub-1024"), for recipe ids and configuration names.
+  std::string slug() const;
   bool operator==(const TuneSetting& o) const { return args == o.args && env == o.env; }
 };
 
