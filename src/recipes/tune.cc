@@ -36,18 +36,31 @@ GoalSpec goal_spec(TuneGoal g) {
   return {};
 }
 
-// Below these differences a metric cannot tell configurations apart: a client's time to first
-// token moves by a few milliseconds with the scheduler alone.
-double absolute_noise(const std::string& metric) { return metric == "ttft" ? 5.0 : 0.0; }
+// Below this many milliseconds a change of time to first token is no change: a client's first
+// token moves that much with the scheduler alone, and on a fast GPU it is a few milliseconds in all.
+constexpr double kTtftDeadZoneMs = 5;
 
-// (max - min) / median; from four samples on without the lowest and the highest, so that one
-// disturbed sample (another program took the cores for a moment) does not stand for the run.
+// (max - min) / median; from four values on without the lowest and the highest, so that one
+// disturbed value (another program took the cores for a moment) does not stand for the run.
 double spread(std::vector<double> v) {
   double med = median_of(v);
   if (v.empty() || med == 0) return 0;
   std::sort(v.begin(), v.end());
   const size_t cut = v.size() >= 4 ? 1 : 0;
   return (v[v.size() - 1 - cut] - v[cut]) / std::fabs(med);
+}
+
+// What one configuration's metric varies by: over two rounds or more, the spread of its per-round
+// medians (what a fresh serve changes; a round's samples mix prompts of different lengths); in one
+// round, the spread of its samples.
+double variation(const BenchRecord& r, const std::string& config, const std::string& metric) {
+  std::map<int, std::vector<double>> by_round;
+  for (const auto& s : r.samples)
+    if (s.config == config && s.metric == metric) by_round[s.round].push_back(s.value);
+  if (by_round.size() < 2) return spread(r.values(config, metric));
+  std::vector<double> medians;
+  for (const auto& [round, values] : by_round) medians.push_back(median_of(values));
+  return spread(medians);
 }
 
 std::string percent(double fraction) {
@@ -116,9 +129,10 @@ Comparison compare_configs(const BenchRecord& r, const std::string& base, const 
     mc.metric = m.name;
     mc.base_median = median_of(b);
     mc.median = median_of(v);
-    mc.gain = mc.base_median == 0 ? 0 : (mc.median - mc.base_median) / mc.base_median * (m.higher_is_better ? 1 : -1);
-    mc.noise = std::max(spread(b), spread(v)) / 2;
-    if (mc.base_median > 0) mc.noise = std::max(mc.noise, absolute_noise(m.name) / mc.base_median);
+    double change = mc.median - mc.base_median;
+    if (mc.metric == "ttft") change = std::copysign(std::max(0.0, std::fabs(change) - kTtftDeadZoneMs), change);
+    mc.gain = mc.base_median == 0 ? 0 : change / mc.base_median * (m.higher_is_better ? 1 : -1);
+    mc.noise = std::max(variation(r, base, m.name), variation(r, candidate, m.name)) / 2;
     mc.weight = w == spec.weights.end() ? 0 : w->second;
     mc.counts = std::find(spec.free.begin(), spec.free.end(), m.name) == spec.free.end();
     c.gain += mc.weight * mc.gain;

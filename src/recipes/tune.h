@@ -2,11 +2,12 @@
 // recipe entry that quotes the measurement.
 //
 // A goal says what "faster" means. Per metric, gain = the relative change of the candidate's
-// median against the base's (sign turned so that better is positive), noise = half the larger
-// relative spread ((max - min) / median; from four samples on without the lowest and the highest)
-// of the two sample sets, and for time to first token at least 5 ms of the base's median (the
-// scheduler alone moves it that much). The goal's gain and noise are
-// the weighted means over its metrics:
+// median against the base's (sign turned so that better is positive; time to first token changes
+// by 5 ms less, none within 5 ms: the scheduler alone moves it that much), noise = half the larger
+// relative spread ((max - min) / median, from four values on without the lowest and the highest)
+// of the two configurations: of their per-round medians over two rounds or more (what a fresh serve
+// changes), of their samples in one round. The goal's gain and noise are the weighted means over
+// its metrics:
 //   chat      decode-code, decode-prose, decode-short, ttft (equal weights)
 //   prompt    prompt
 //   balanced  prompt 1/3, the three decode metrics 1/9 each, ttft 1/3
