@@ -207,5 +207,35 @@ TEST(BenchEngine, RealEngineOnARandomModel) {
   EXPECT_NE(r.out.find("small-ub"), std::string::npos);
 }
 
+// Speculative decoding on the shipped pair: greedy answers token for token the same as without the
+// drafter on every bench prompt, and the drafter's acceptance, tokens per verification step and
+// step cost (against the plain configuration's decode step) in the table and the record.
+TEST(BenchEngine, ADrafterKeepsTheGreedyAnswersAndShowsItsSteps) {
+  TempDir dir;
+  const std::string models = source_dir() + "/models/";
+  RunResult r = run({onebit_binary(), "bench", "-m", models + "1bit-tiny-32m-q8_0.gguf", "--config", "plain=", "--config",
+                     "draft=--draft " + models + "1bit-tiny-draft-6m-q8_0.gguf", "--rounds", "1", "--prompt-reps", "1",
+                     "--decode-reps", "1", "--decode-tokens", "64", "--log-dir", dir.file("logs"), "--json", dir.file("r.json")},
+                    {}, 300s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json rec = json::parse(read_file(dir.file("r.json")));
+  std::map<std::string, std::map<std::string, std::string>> answers;  // prompt -> config -> text
+  for (const auto& a : rec["answers"]) answers[a["prompt"]][a["config"]] = a["text"];
+  ASSERT_EQ(answers.size(), 3u);
+  for (const auto& [prompt, by_config] : answers) {
+    ASSERT_EQ(by_config.size(), 2u) << prompt;
+    EXPECT_FALSE(by_config.at("plain").empty()) << prompt;
+    EXPECT_EQ(by_config.at("draft"), by_config.at("plain")) << prompt;
+  }
+  const json& draft = rec["summary"]["draft"];
+  EXPECT_GT(draft["acceptance"]["median"].get<double>(), 0);
+  EXPECT_GE(draft["tokens-per-step"]["median"].get<double>(), 1);
+  EXPECT_GT(draft["step-time"]["median"].get<double>(), 0);
+  EXPECT_EQ(draft["step_cost"]["plain"], "plain");
+  EXPECT_GT(draft["step_cost"]["cost"].get<double>(), 0);
+  EXPECT_FALSE(rec["summary"]["plain"].contains("tokens-per-step"));
+  EXPECT_NE(r.out.find("step cost of draft: "), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace onebit::testing

@@ -234,6 +234,7 @@ const std::vector<BenchMetric>& bench_metrics() {
   static const std::vector<BenchMetric> m = {
       {"prompt", "tok/s", true},        {"decode-code", "tok/s", true}, {"decode-prose", "tok/s", true},
       {"decode-short", "tok/s", true},  {"ttft", "ms", false},          {"acceptance", "", true},
+      {"tokens-per-step", "", true},    {"step-time", "ms", false},
   };
   return m;
 }
@@ -257,6 +258,24 @@ std::vector<double> BenchRecord::values(const std::string& config, const std::st
   return out;
 }
 
+std::vector<BenchRecord::StepCost> BenchRecord::step_costs() const {
+  std::vector<StepCost> out;
+  const BenchConfig* plain = nullptr;
+  for (const auto& c : configs)
+    if (values(c.name, "step-time").empty() && !values(c.name, "decode-code").empty()) {
+      plain = &c;
+      break;
+    }
+  if (plain == nullptr) return out;
+  std::vector<double> decode;
+  for (const char* m : {"decode-code", "decode-prose", "decode-short"})
+    for (double v : values(plain->name, m)) decode.push_back(v);
+  const double plain_ms = 1000 / median_of(decode);
+  for (const auto& c : configs)
+    if (auto steps = values(c.name, "step-time"); !steps.empty()) out.push_back({c.name, plain->name, median_of(steps), plain_ms});
+  return out;
+}
+
 json BenchRecord::to_json() const {
   json cs = json::array();
   for (const auto& c : configs)
@@ -270,6 +289,8 @@ json BenchRecord::to_json() const {
       auto v = values(c.name, m.name);
       if (!v.empty()) summary[c.name][m.name] = {{"best", best_of(v, m.higher_is_better)}, {"median", median_of(v)}, {"n", v.size()}};
     }
+  for (const auto& sc : step_costs())
+    summary[sc.config]["step_cost"] = {{"cost", sc.cost()}, {"step_ms", sc.step_ms}, {"plain", sc.plain}, {"plain_step_ms", sc.plain_ms}};
   json as = json::array();
   for (const auto& a : answers) as.push_back({{"config", a.config}, {"round", a.round}, {"prompt", a.prompt}, {"text", a.text}});
   json prompt = {{"tokens", prompt_tokens}};
@@ -399,9 +420,16 @@ void Bench::measure(const BenchConfig& c, int round, const std::string& label, B
       add(metric, number(t, "predicted_per_second", what));
       add("ttft", ttft);
       if (i == 0) rec.answers.push_back({c.name, round, metric, text});
-      if (t.contains("draft_n") && t["draft_n"].is_number()) {
+      if (t.contains("draft_n") && t["draft_n"].is_number() && t["draft_n"].get<double>() > 0) {
+        const double n_accepted = t.value("draft_n_accepted", 0.0);
         drafted += t["draft_n"].get<double>();
-        accepted += t.value("draft_n_accepted", 0.0);
+        accepted += n_accepted;
+        // Each verification step yields its accepted drafts and one token of the target's own.
+        const double steps = number(t, "predicted_n", what) - n_accepted;
+        if (steps > 0) {
+          add("tokens-per-step", number(t, "predicted_n", what) / steps);
+          add("step-time", number(t, "predicted_ms", what) / steps);
+        }
       }
     }
   }

@@ -52,7 +52,10 @@ struct BenchSample {
 };
 
 struct BenchMetric {
-  const char* name;  // "prompt", "decode-code", "decode-prose", "decode-short", "ttft", "acceptance"
+  // "prompt", "decode-code", "decode-prose", "decode-short", "ttft", and with a drafter
+  // "acceptance" (accepted / drafted), "tokens-per-step" (tokens a verification step yields) and
+  // "step-time" (the time of one speculative step)
+  const char* name;
   const char* unit;
   bool higher_is_better;
 };
@@ -81,6 +84,15 @@ struct BenchRecord {
   nlohmann::json to_json() const;
   // Samples of one configuration and metric.
   std::vector<double> values(const std::string& config, const std::string& metric) const;
+  // A speculative configuration's step cost: the median time of one of its verification steps
+  // over the time of one plain decode step (1000 / the median decode speed) of the first
+  // configuration that drafts nothing. Empty without such a configuration.
+  struct StepCost {
+    std::string config, plain;
+    double step_ms = 0, plain_ms = 0;
+    double cost() const { return plain_ms > 0 ? step_ms / plain_ms : 0; }
+  };
+  std::vector<StepCost> step_costs() const;
 };
 
 using BenchProgress = std::function<void(const std::string&)>;

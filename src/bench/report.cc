@@ -14,7 +14,10 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-int digits_for(const BenchMetric& m) { return std::string(m.name) == "acceptance" ? 3 : 1; }
+int digits_for(const BenchMetric& m) {
+  const std::string n = m.name;
+  return n == "acceptance" ? 3 : n == "tokens-per-step" || n == "step-time" ? 2 : 1;
+}
 
 }  // namespace
 
@@ -89,6 +92,9 @@ std::string bench_table(const BenchRecord& r) {
     }
     out += "\n";
   }
+  for (const auto& sc : r.step_costs())
+    out += "step cost of " + sc.config + ": " + fixed(sc.cost(), 2) + " (a verification step " + fixed(sc.step_ms, 2) +
+           " ms, a plain decode step " + fixed(sc.plain_ms, 2) + " ms in " + sc.plain + ")\n";
   return out;
 }
 

@@ -25,13 +25,16 @@ struct GoalSpec {
 };
 
 GoalSpec goal_spec(TuneGoal g) {
+  const std::vector<std::string> speculative = {"acceptance", "tokens-per-step", "step-time"};
+  std::vector<std::string> chat_free = speculative;
+  chat_free.push_back("prompt");
   switch (g) {
     case TuneGoal::kChat:
-      return {{{"decode-code", 1}, {"decode-prose", 1}, {"decode-short", 1}, {"ttft", 1}}, {"prompt", "acceptance"}};
+      return {{{"decode-code", 1}, {"decode-prose", 1}, {"decode-short", 1}, {"ttft", 1}}, chat_free};
     case TuneGoal::kPrompt:
-      return {{{"prompt", 1}}, {"acceptance"}};
+      return {{{"prompt", 1}}, speculative};
     case TuneGoal::kBalanced:
-      return {{{"prompt", 3}, {"decode-code", 1}, {"decode-prose", 1}, {"decode-short", 1}, {"ttft", 3}}, {"acceptance"}};
+      return {{{"prompt", 3}, {"decode-code", 1}, {"decode-prose", 1}, {"decode-short", 1}, {"ttft", 3}}, speculative};
   }
   return {};
 }
@@ -121,7 +124,7 @@ Comparison compare_configs(const BenchRecord& r, const std::string& base, const 
     const auto b = r.values(base, m.name), v = r.values(candidate, m.name);
     const auto w = spec.weights.find(m.name);
     if (b.empty() || v.empty()) {
-      if (w != spec.weights.end() && m.name != std::string("acceptance"))
+      if (w != spec.weights.end())
         throw Error(std::string("no ") + m.name + " samples for " + (b.empty() ? base : candidate));
       continue;
     }

@@ -13,7 +13,8 @@
 //   balanced  prompt 1/3, the three decode metrics 1/9 each, ttft 1/3
 // A candidate wins when the goal's gain exceeds its noise and 1%, and no metric that counts loses
 // beyond its own noise and 1%. Under chat prompt speed does not count (a loss there is reported as
-// the candidate's cost); acceptance never counts (decode speed already says what it buys).
+// the candidate's cost); the speculative metrics (acceptance, tokens per step, step time) never
+// count (decode speed already says what they buy).
 #pragma once
 
 #include <string>
