@@ -8,6 +8,13 @@
 #   dev/gpu_measure.sh build         the engine and 1bit with CUDA (about 6 minutes with 16 cores)
 #   dev/gpu_measure.sh build-bg      the same in the background (it outlives the command while
 #                                    the machine stays up); `wait-build` waits for it
+#   dev/gpu_measure.sh queue "STAGE [ARGS]"...
+#                                    the stages named, one after another in the background (they
+#                                    outlive the command while the machine stays up), each with
+#                                    its logs in /tmp/onebit-queue; `wait-queue SECONDS` waits for
+#                                    them that long and packs what they wrote so far into
+#                                    $OUT/queue.tar.xz at every stage's end, so a command cut off
+#                                    still brings back every finished stage
 #   dev/gpu_measure.sh quick         the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
 #   dev/gpu_measure.sh ab [VARIANT...]
@@ -45,10 +52,11 @@
 #   dev/gpu_measure.sh search [llama|hybrid] [chat|prompt|balanced] [BUDGET]
 #                                    1bit tune's own search over its space on Llama 3 8B Q4_0 or the
 #                                    9B hybrid from the default launch (default: llama, chat, 8m);
-#                                    the winners go to the recipe store in $OUT/config/1bit
-#   dev/gpu_measure.sh confirm [llama|hybrid]
-#                                    1bit bench of the recipes the searches stored against
-#                                    --no-recipes, in one run
+#                                    the winners go to that goal's recipe store,
+#                                    $OUT/config-GOAL/1bit
+#   dev/gpu_measure.sh confirm [llama|hybrid] [GOAL]
+#                                    1bit bench of the recipes that goal's search stored (default
+#                                    chat) against --no-recipes, in one run
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
@@ -57,7 +65,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|decode"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|decode"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -112,6 +120,34 @@ case $stage in
     cp /tmp/onebit-bg/build.log "$out/" 2>/dev/null || true
     tail -n 3 /tmp/onebit-build.out
     exit "$(cat /tmp/onebit-build.done)"
+    ;;
+  queue)
+    shift
+    [ $# -gt 0 ] || { echo "usage: gpu_measure.sh queue \"STAGE [ARGS]\"..." >&2; exit 2; }
+    q=/tmp/onebit-queue
+    rm -rf $q && mkdir -p $q/out
+    printf '%s\n' "$@" >$q/stages
+    # Each stage's own OUT: this command's $OUT may be emptied before the next command.
+    OUT=$q/out setsid nohup bash -c "while read -r s; do echo \"== \$s\" >>$q/log; \"$root/dev/gpu_measure.sh\" \$s >>$q/log 2>&1; echo \"== \$s: exit \$?\" >>$q/log; done <$q/stages; touch $q/done" \
+      >/dev/null 2>&1 &
+    echo "queued $# stages"
+    ;;
+  wait-queue)
+    q=/tmp/onebit-queue
+    [ -f $q/stages ] || { echo "wait-queue: no queue ran on this machine" >&2; exit 1; }
+    end=$((SECONDS + ${2:-540})) packed=-1
+    while :; do
+      ended=$(grep -c '^== .*: exit ' $q/log 2>/dev/null || true)
+      if [ "$ended" != "$packed" ]; then
+        cp $q/log $q/out/queue.log 2>/dev/null || true
+        tar -C $q/out -cJf "$out/queue.tar.xz.part" . && mv "$out/queue.tar.xz.part" "$out/queue.tar.xz"
+        packed=$ended
+      fi
+      [ -f $q/done ] || [ $SECONDS -ge $end ] && break
+      sleep 5
+    done
+    grep -E '^== |^1bit tune: goal|^  [a-z-]+: (kept|took)|^  best:' $q/log | tail -n 40 || true
+    [ -f $q/done ] && echo "queue: done" || echo "queue: still running"
     ;;
   quick)
     for d in gdn_prefill_driver gemv_q4_0_driver; do
@@ -241,19 +277,21 @@ case $stage in
     case $which in llama) model=$llama like=llama3-8b ;; hybrid) model=$hybrid like=qwen35-9b ;;
       *) echo "usage: gpu_measure.sh $stage [llama|hybrid] ..." >&2; exit 2 ;; esac
     synth_models $like:$model
-    # The store lives in $OUT, so that it comes back with the command's files.
-    export XDG_CONFIG_HOME=$out/config
+    # Each goal's store lives in $OUT, so that it comes back with the command's files, and apart,
+    # so that each goal's search starts from the default launch.
+    goal=${3:-chat}
+    export XDG_CONFIG_HOME=$out/config-$goal
     if [ $stage = search ]; then
-      goal=${3:-chat} budget=${4:-8m}
+      budget=${4:-8m}
       "$bin/1bit" tune -m "$model" --goal "$goal" --budget "$budget" --json "$out/search-$which-$goal.json" \
         --html "$out/search-$which-$goal.html" >"$out/search-$which-$goal.txt" 2>"$out/search-$which-$goal.err" || true
       cat "$out/search-$which-$goal.txt"
       grep -v '^1bit tune: \[' "$out/search-$which-$goal.err" | tail -n 5
     else
       "$bin/1bit" bench -m "$model" --config stored= --config none=--no-recipes "${bench_opts[@]}" \
-        --json "$out/confirm-$which.json" >"$out/confirm-$which.txt" 2>"$out/confirm-$which.err" || true
-      cat "$out/confirm-$which.txt"
-      tail -n 2 "$out/confirm-$which.err"
+        --json "$out/confirm-$which-$goal.json" >"$out/confirm-$which-$goal.txt" 2>"$out/confirm-$which-$goal.err" || true
+      cat "$out/confirm-$which-$goal.txt"
+      tail -n 2 "$out/confirm-$which-$goal.err"
     fi
     ;;
   spec)

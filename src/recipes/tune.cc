@@ -66,11 +66,6 @@ double variation(const BenchRecord& r, const std::string& config, const std::str
   return spread(medians);
 }
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%+.1f%%", fraction * 100);
-  return buf;
-}
 
 std::string short_number(double v) {
   char buf[32];
@@ -78,12 +73,18 @@ std::string short_number(double v) {
   return buf;
 }
 
-// The change as the metric itself moved ("ttft +59.0%" is slower), not as gain.
-std::string moved(const MetricChange& m) {
-  return m.metric + " " + (m.base_median == 0 ? std::string("n/a") : percent((m.median - m.base_median) / m.base_median));
-}
 
 }  // namespace
+
+std::string signed_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%+.1f%%", fraction * 100);
+  return buf;
+}
+
+std::string MetricChange::moved() const {
+  return metric + " " + (base_median == 0 ? std::string("n/a") : signed_percent((median - base_median) / base_median));
+}
 
 TuneGoal parse_tune_goal(const std::string& word) {
   if (word == "chat") return TuneGoal::kChat;
@@ -99,21 +100,21 @@ const char* goal_name(TuneGoal g) {
 std::vector<std::string> Comparison::losses() const {
   std::vector<std::string> out;
   for (const auto& m : metrics)
-    if (m.counts && m.loses()) out.push_back(moved(m));
+    if (m.counts && m.loses()) out.push_back(m.moved());
   return out;
 }
 
 std::vector<std::string> Comparison::costs() const {
   std::vector<std::string> out;
   for (const auto& m : metrics)
-    if (!m.counts && m.loses()) out.push_back(moved(m));
+    if (!m.counts && m.loses()) out.push_back(m.moved());
   return out;
 }
 
 std::string Comparison::summary() const {
   std::string s;
-  for (const auto& m : metrics) s += moved(m) + ", ";
-  return s + "goal " + percent(gain) + " against noise " + percent(noise).substr(1);
+  for (const auto& m : metrics) s += m.moved() + ", ";
+  return s + "goal " + signed_percent(gain) + " against noise " + signed_percent(noise).substr(1);
 }
 
 Comparison compare_configs(const BenchRecord& r, const std::string& base, const std::string& candidate, TuneGoal goal) {
@@ -171,12 +172,12 @@ json recipe_entry(const BenchRecord& r, const Comparison& c, TuneGoal goal, cons
     const BenchMetric* bm = nullptr;
     for (const auto& x : bench_metrics())
       if (m.metric == x.name) bm = &x;
-    gains += (gains.empty() ? "" : ", ") + moved(m);
+    gains += (gains.empty() ? "" : ", ") + m.moved();
     measured += (measured.empty() ? "" : ", ") + m.metric + " " + short_number(m.base_median) + " -> " +
                 short_number(m.median) + (bm && *bm->unit ? std::string(" ") + bm->unit : "");
   }
   std::string why = knob + " " + setting.label() + " wins for " + goal_name(goal) + " beyond the run's noise: " + gains +
-                    " (goal " + percent(c.gain) + ", noise " + percent(c.noise).substr(1) + ")";
+                    " (goal " + signed_percent(c.gain) + ", noise " + signed_percent(c.noise).substr(1) + ")";
   const auto costs = c.costs();
   if (!costs.empty()) {
     why += "; it costs ";

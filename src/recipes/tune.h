@@ -43,7 +43,12 @@ struct MetricChange {
   double weight = 0;           // in the goal; 0: not part of it
   bool counts = true;          // false: the goal lets it get worse
   bool loses() const { return gain < -noise && gain < -0.01; }
+  // The change as the metric itself moved: "ttft +59.0%" is slower, "decode-code +6.2%" faster.
+  std::string moved() const;
 };
+
+// "+5.1%" for 0.051.
+std::string signed_percent(double fraction);
 
 struct Comparison {
   std::vector<MetricChange> metrics;  // every metric both sides have samples of

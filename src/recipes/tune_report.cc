@@ -16,12 +16,6 @@ std::string seconds(double s) {
   return buf;
 }
 
-std::string fraction(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%+.1f%%", f * 100);
-  return buf;
-}
-
 json comparison_json(const Comparison& c) {
   json metrics = json::array();
   for (const auto& m : c.metrics)
@@ -102,12 +96,10 @@ std::string tune_html(const TuneRun& run) {
     for (size_t i = 0; i < k.candidates.size(); ++i) {
       const auto& c = k.candidates[i];
       std::string metrics;
-      for (const auto& m : c.comparison.metrics)
-        metrics += (metrics.empty() ? "" : ", ") + m.metric + " " +
-                   (m.base_median == 0 ? std::string("n/a") : fraction((m.median - m.base_median) / m.base_median));
+      for (const auto& m : c.comparison.metrics) metrics += (metrics.empty() ? "" : ", ") + m.moved();
       h << "<tr" << (static_cast<int>(i) == k.winner ? " class=\"won\"" : "") << "><td><code>" << escape_html(c.value.label())
         << "</code></td><td>" << c.rounds << "</td><td>"
-        << (c.rounds ? fraction(c.comparison.gain) + " &plusmn; " + fraction(c.comparison.noise).substr(1) : "")
+        << (c.rounds ? signed_percent(c.comparison.gain) + " &plusmn; " + signed_percent(c.comparison.noise).substr(1) : "")
         << "</td><td>" << escape_html(metrics) << "</td><td>" << escape_html(c.decision) << "</td></tr>\n";
     }
   }
