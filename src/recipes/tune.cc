@@ -53,17 +53,45 @@ double spread(std::vector<double> v) {
   return (v[v.size() - 1 - cut] - v[cut]) / std::fabs(med);
 }
 
-// What one configuration's metric varies by: over two rounds or more, the spread of its per-round
-// medians (what a fresh serve changes; a round's samples mix prompts of different lengths); in one
-// round, the spread of its samples.
-double variation(const BenchRecord& r, const std::string& config, const std::string& metric) {
+// One configuration's per-round medians of a metric, in round order.
+std::vector<double> round_medians(const BenchRecord& r, const std::string& config, const std::string& metric) {
   std::map<int, std::vector<double>> by_round;
   for (const auto& s : r.samples)
     if (s.config == config && s.metric == metric) by_round[s.round].push_back(s.value);
-  if (by_round.size() < 2) return spread(r.values(config, metric));
   std::vector<double> medians;
   for (const auto& [round, values] : by_round) medians.push_back(median_of(values));
-  return spread(medians);
+  return medians;
+}
+
+// Student's t for a two-sided 95% interval with `df` degrees of freedom.
+double t95(size_t df) {
+  static const double t[] = {12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23,
+                             2.20,  2.18, 2.16, 2.14, 2.13, 2.12, 2.11, 2.10, 2.09, 2.09};
+  constexpr size_t n = sizeof(t) / sizeof(t[0]);
+  return df == 0 ? t[0] : df <= n ? t[df - 1] : 1.96;
+}
+
+// What the difference of two configurations' medians of a metric may be by chance, relative to
+// `base_median`. Over two rounds or more on both sides: the 95% half-width of the difference of
+// their per-round means (a fresh serve moves decode speed by a few percent on its own, so the
+// rounds, not a round's samples, are what vary). In one round: half the larger spread of their
+// samples, which mix prompts of different lengths, as the first quick look.
+double difference_noise(const BenchRecord& r, const std::string& base, const std::string& candidate,
+                        const std::string& metric, double base_median) {
+  const auto b = round_medians(r, base, metric), c = round_medians(r, candidate, metric);
+  if (b.size() < 2 || c.size() < 2)
+    return std::max(spread(r.values(base, metric)), spread(r.values(candidate, metric))) / 2;
+  if (base_median == 0) return 0;
+  auto squares = [](const std::vector<double>& v) {
+    double mean = 0, sum = 0;
+    for (double x : v) mean += x / static_cast<double>(v.size());
+    for (double x : v) sum += (x - mean) * (x - mean);
+    return sum;
+  };
+  const size_t df = b.size() + c.size() - 2;
+  const double pooled = (squares(b) + squares(c)) / static_cast<double>(df);
+  const double se = std::sqrt(pooled * (1.0 / static_cast<double>(b.size()) + 1.0 / static_cast<double>(c.size())));
+  return t95(df) * se / std::fabs(base_median);
 }
 
 
@@ -136,7 +164,7 @@ Comparison compare_configs(const BenchRecord& r, const std::string& base, const 
     double change = mc.median - mc.base_median;
     if (mc.metric == "ttft") change = std::copysign(std::max(0.0, std::fabs(change) - kTtftDeadZoneMs), change);
     mc.gain = mc.base_median == 0 ? 0 : change / mc.base_median * (m.higher_is_better ? 1 : -1);
-    mc.noise = std::max(variation(r, base, m.name), variation(r, candidate, m.name)) / 2;
+    mc.noise = difference_noise(r, base, candidate, m.name, mc.base_median);
     mc.weight = w == spec.weights.end() ? 0 : w->second;
     mc.counts = std::find(spec.free.begin(), spec.free.end(), m.name) == spec.free.end();
     c.gain += mc.weight * mc.gain;

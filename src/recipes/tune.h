@@ -3,10 +3,13 @@
 //
 // A goal says what "faster" means. Per metric, gain = the relative change of the candidate's
 // median against the base's (sign turned so that better is positive; time to first token changes
-// by 5 ms less, none within 5 ms: the scheduler alone moves it that much), noise = half the larger
-// relative spread ((max - min) / median, from four values on without the lowest and the highest)
-// of the two configurations: of their per-round medians over two rounds or more (what a fresh serve
-// changes), of their samples in one round. The goal's gain and noise are the weighted means over
+// by 5 ms less, none within 5 ms: the scheduler alone moves it that much), noise = what the
+// difference may be by chance: once both sides have two rounds or more, the 95% half-width
+// (Student's t) of the difference of their per-round means, from the pooled spread of their
+// per-round medians (a fresh serve moves speed by a few percent by itself: on the H200 an 8B's
+// decode ran from 272 to 305 tok/s over serves of one launch); in one round, half the larger
+// relative spread of their samples ((max - min) / median, from four values on without the lowest
+// and the highest). The goal's gain and noise are the weighted means over
 // its metrics:
 //   chat      decode-code, decode-prose, decode-short, ttft (equal weights)
 //   prompt    prompt

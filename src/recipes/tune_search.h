@@ -5,8 +5,9 @@
 // measured) runs in interleaved rounds with the current best as the base, each round a fresh
 // serve per configuration. After the first round the candidates clearly worse on the goal are
 // dropped (successive halving); from the second round on, a candidate is decided when it wins
-// (tune.h's rule) or is clearly worse, and further rounds (up to max_rounds) run only for the
-// undecided close calls. The winner with the largest goal gain becomes the new best; a knob that
+// (tune.h's rule) by twice its noise or is clearly worse, and further rounds (up to max_rounds)
+// run only for the close calls (after two rounds those above the 1% floor, from three rounds on
+// those above half their noise). The winner with the largest goal gain becomes the new best; a knob that
 // changes the output must also have given the base's greedy answers to every prompt.
 //
 // The budget caps the whole search: no measurement starts once it is spent, so the search ends at
