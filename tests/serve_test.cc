@@ -182,6 +182,8 @@ TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
   write_file(dir_.file("short.gguf"), "GGUF\x03");
   write_file(dir_.file("bad.json"), R"({"recipes": [{"id": "x", "args": ["-ub", "1"]}]})");
   write_gguf(dir_.file("plain.gguf"), {{"general.architecture", std::string("llama")}});
+  write_gguf(dir_.file("e3.gguf"), {{"general.architecture", std::string("eagle3")},
+                                    {"eagle3.target_layers", std::vector<int32_t>{1, 2}}});
   struct Case {
     std::vector<std::string> args;
     std::string expected;
@@ -192,8 +194,14 @@ TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
       {{"-m", dir_.file("short.gguf")}, dir_.file("short.gguf") + ": truncated GGUF header"},
       {{"-m", model_, "--draft", dir_.file("nodraft.gguf")}, dir_.file("nodraft.gguf") + ": No such file or directory"},
       {{"-m", model_, "--dflash", dir_.file("plain.gguf")},
-       dir_.file("plain.gguf") + ": not a dflash drafter (architecture llama); use --draft for a plain model"},
-      {{"-m", model_, "--mtp"}, model_ + ": --mtp needs next-token (MTP) layers, and llama.nextn_predict_layers is absent or 0"},
+       dir_.file("plain.gguf") + ": not a dflash drafter (architecture llama); a model drafts with --draft"},
+      {{"-m", model_, "--draft", dir_.file("e3.gguf")}, dir_.file("e3.gguf") + ": is an eagle3 drafter; use --eagle3"},
+      {{"-m", model_, "--eagle3", dir_.file("e3.gguf")},
+       dir_.file("e3.gguf") + ": metadata eagle3.target_layers has 2 entries, expected 3"},
+      {{"-m", model_, "--mtp", dir_.file("plain.gguf")},
+       dir_.file("plain.gguf") + ": not an MTP head (architecture llama); a model drafts with --draft"},
+      {{"-m", model_, "--mtp"}, model_ + ": --mtp needs next-token (MTP) layers, and llama.nextn_predict_layers is absent or 0 "
+                                          "(a head published apart: --mtp HEAD.gguf)"},
       {{"-m", model_, "--recipes", dir_.file("bad.json")},
        dir_.file("bad.json") + ": recipe \"x\" has no \"measured\": every recipe needs the measurement behind it"},
       {{"-m", model_, "--recipes", dir_.file("none.json")}, dir_.file("none.json") + ": cannot read the recipes file"},

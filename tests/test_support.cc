@@ -54,7 +54,8 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv) {
+void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv,
+                const std::vector<std::string>& tensors) {
   gguf_context* g = gguf_init_empty();
   for (const auto& [key, value] : kv) {
     const char* k = key.c_str();
@@ -64,17 +65,20 @@ void write_gguf(const std::string& path, const std::vector<std::pair<std::string
     else if (auto u64 = std::get_if<uint64_t>(&value)) gguf_set_val_u64(g, k, *u64);
     else if (auto f = std::get_if<float>(&value)) gguf_set_val_f32(g, k, *f);
     else if (auto b = std::get_if<bool>(&value)) gguf_set_val_bool(g, k, *b);
+    else if (auto a = std::get_if<std::vector<int32_t>>(&value)) gguf_set_arr_data(g, k, GGUF_TYPE_INT32, a->data(), a->size());
   }
-  ggml_init_params ip{ggml_tensor_overhead() * 2, nullptr, true};
+  ggml_init_params ip{ggml_tensor_overhead() * (tensors.size() + 1), nullptr, true};
   ggml_context* meta = ggml_init(ip);
-  ggml_tensor* t = ggml_new_tensor_1d(meta, GGML_TYPE_F32, 8);
-  ggml_set_name(t, "token_embd.weight");
-  gguf_add_tensor(g, t);
+  for (const auto& name : tensors) {
+    ggml_tensor* t = ggml_new_tensor_1d(meta, GGML_TYPE_F32, 8);
+    ggml_set_name(t, name.c_str());
+    gguf_add_tensor(g, t);
+  }
   bool ok = gguf_write_to_file(g, path.c_str(), /*only_meta=*/true);
   ggml_free(meta);
   gguf_free(g);
   if (!ok) throw std::runtime_error("cannot write " + path);
-  std::ofstream(path, std::ios::app | std::ios::binary) << std::string(32, '\0');
+  std::ofstream(path, std::ios::app | std::ios::binary) << std::string(32 * tensors.size(), '\0');
 }
 
 void write_file(const std::string& path, const std::string& bytes) {

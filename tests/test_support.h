@@ -23,10 +23,12 @@ class TempDir {
   std::string path_;
 };
 
-using KvValue = std::variant<std::string, uint32_t, int32_t, uint64_t, float, bool>;
+using KvValue = std::variant<std::string, uint32_t, int32_t, uint64_t, float, bool, std::vector<int32_t>>;
 
-// Writes a GGUF holding only the given metadata (and one tiny tensor), for facts tests.
-void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv);
+// Writes a GGUF holding only the given metadata and tiny tensors of the given names, for facts
+// tests.
+void write_gguf(const std::string& path, const std::vector<std::pair<std::string, KvValue>>& kv,
+                const std::vector<std::string>& tensors = {"token_embd.weight"});
 void write_file(const std::string& path, const std::string& bytes);
 // The message of the onebit::Error that `f` throws, or "" when it throws none.
 std::string error_of(const std::function<void()>& f);

@@ -46,12 +46,13 @@ CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::s
     const CliOption* opt = lookup(table, name);
     if (opt == nullptr) throw Error("unknown option " + name);
     if (opt->value.empty()) {
-      if (!opt->optional_values.empty()) {
+      if (!opt->optional_values.empty() || opt->takes_next) {
         if (has_inline) {
           opt->set(inline_value);
         } else if (i + 1 < args.size() &&
-                   std::find(opt->optional_values.begin(), opt->optional_values.end(), args[i + 1]) !=
-                       opt->optional_values.end()) {
+                   (opt->takes_next ? opt->takes_next(args[i + 1])
+                                    : std::find(opt->optional_values.begin(), opt->optional_values.end(), args[i + 1]) !=
+                                          opt->optional_values.end())) {
           opt->set(args[++i]);
         } else {
           opt->set("");
@@ -78,6 +79,7 @@ std::string format_options(const std::vector<CliOption>& table) {
     std::string head = "  ";
     for (size_t i = 0; i < o.names.size(); ++i) head += (i ? ", " : "") + o.names[i];
     if (!o.value.empty()) head += " " + o.value;
+    if (!o.optional_value.empty()) head += " [" + o.optional_value + "]";
     if (!o.optional_values.empty()) head += " [" + [&] {
       std::string s;
       for (const auto& v : o.optional_values) s += (s.empty() ? "" : "|") + v;

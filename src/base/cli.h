@@ -15,6 +15,10 @@ struct CliOption {
   std::string help;
   std::function<void(const std::string&)> set;  // receives the value ("" for a flag)
   std::vector<std::string> optional_values;     // a flag that may take one of these next ("-fa on")
+  // A flag that may take the next word when this says it is one ("--mtp head.gguf"); shown in
+  // the help as [optional_value].
+  std::function<bool(const std::string&)> takes_next;
+  std::string optional_value;
 };
 
 struct CliParse {

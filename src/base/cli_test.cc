@@ -49,6 +49,17 @@ TEST(ServeOptions, FlashAttnTakesAnOptionalValue) {
   EXPECT_EQ(o.model, "x.gguf");
 }
 
+TEST(ServeOptions, MtpTakesAnOptionalHeadFile) {
+  ServeOptions own = parse_serve_options({"--mtp", "-m", "x.gguf"});
+  EXPECT_TRUE(own.mtp);
+  EXPECT_EQ(own.mtp_head, "");
+  EXPECT_EQ(own.model, "x.gguf");
+  EXPECT_EQ(own.drafter_kind(), "mtp");
+  EXPECT_EQ(parse_serve_options({"--mtp", "heads/h.gguf"}).mtp_head, "heads/h.gguf");
+  EXPECT_EQ(parse_serve_options({"--mtp=head.bin"}).mtp_head, "head.bin");
+  EXPECT_EQ(parse_serve_options({"--eagle3", "e.gguf"}).drafter_kind(), "eagle3");
+}
+
 TEST(ServeOptions, EnvironmentGivesDefaults) {
   setenv("ONEBIT_API_KEY", "from-env", 1);
   setenv("ONEBIT_LLAMA_SERVER", "/opt/llama-server", 1);
@@ -77,6 +88,9 @@ TEST(ServeOptions, RejectsBadInput) {
   expect_error({"--device", "gpu"}, "--device: \"gpu\" is not one of auto, cpu, cuda");
   expect_error({"--draft", "a", "--mtp"}, "exclude each other");
   expect_error({"--dflash", "a", "--draft", "b"}, "exclude each other");
+  expect_error({"--eagle3", "a", "--mtp"}, "exclude each other");
+  // Without .gguf the word after --mtp is not its head file (--mtp=FILE is).
+  expect_error({"--mtp", "head.bin"}, "unexpected argument \"head.bin\"");
   expect_error({"--draft-max", "4"}, "need a drafter");
   expect_error({"--draft", "d", "--draft-p-min", "1.5"}, "--draft-p-min: 1.5 is out of range");
   expect_error({"--long-from", "10"}, "--long-from needs --long-model");

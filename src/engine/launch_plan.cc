@@ -109,13 +109,16 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   // The drafter's own flags are fixed by the option; its layer count and dflash draft length are
   // defaults the user may set after "--".
   const std::string kind = o.drafter_kind();
-  if (kind == "draft" || kind == "dflash") {
-    b.add_own(a, "--" + kind, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-dflash"});
-    b.add_own(a, "--" + kind, {"-md", kind == "draft" ? o.draft : o.dflash});
-    b.add_default(a, {"-ngld", gpu ? "99" : "0"});
-    if (!gpu) b.add_default(a, {"-devd", "none"});
-  } else if (kind == "mtp") {
-    b.add_own(a, "--mtp", {"--spec-type", "draft-mtp"});
+  if (kind != "none") {
+    const std::string option = "--" + kind;
+    b.add_own(a, option, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-" + kind});
+    const std::string& file = kind == "draft" ? o.draft : kind == "dflash" ? o.dflash : kind == "eagle3" ? o.eagle3 : o.mtp_head;
+    // A drafter in a file of its own is a second model, placed like the first.
+    if (!file.empty()) {
+      b.add_own(a, option, {"-md", file});
+      b.add_default(a, {"-ngld", gpu ? "99" : "0"});
+      if (!gpu) b.add_default(a, {"-devd", "none"});
+    }
   }
   if (o.draft_max) {
     b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*o.draft_max)});

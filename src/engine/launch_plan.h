@@ -23,7 +23,7 @@ struct LaunchInputs {
   const ServeOptions* options = nullptr;
   std::string model_path;                 // the target model (serve's -m, or --long-model's)
   const ModelFacts* model = nullptr;
-  const ModelFacts* drafter = nullptr;    // for --draft / --dflash
+  const ModelFacts* drafter = nullptr;    // the drafter's file (--draft, --dflash, --eagle3, --mtp FILE)
   std::string program;                    // the llama-server binary
   DeviceChoice where;                     // cpu or cuda (already resolved); the GPU model for recipes
   int port = 0;                           // the engine's loopback port

@@ -76,7 +76,7 @@ TEST(LaunchPlan, ServeOptionsThenDrafterThenUserArgs) {
 TEST(LaunchPlan, DflashDraftLengthComesFromTheBlockSize) {
   Fixture f;
   f.options.dflash = "df.gguf";
-  f.drafter.dflash = true;
+  f.drafter.drafter = "dflash";
   f.drafter.block_size = 8;
   Args a = f.plan("cpu", true).args;
   EXPECT_EQ(Args(a.begin() + 11, a.end()), (Args{"--spec-type", "draft-dflash", "-md", "df.gguf", "-ngld", "0", "-devd",
@@ -89,10 +89,30 @@ TEST(LaunchPlan, DflashDraftLengthComesFromTheBlockSize) {
   EXPECT_EQ(a.back(), "3");
 }
 
+// Each drafter kind has its engine type; one in a file of its own is placed like the model, the
+// model's own next-token layer needs no file.
+TEST(LaunchPlan, EachDrafterKindHasItsSpecType) {
+  Fixture f;
+  f.options.eagle3 = "e3.gguf";
+  f.drafter.drafter = "eagle3";
+  Args a = f.plan("cpu", true).args;
+  EXPECT_EQ(Args(a.begin() + 11, a.end()), (Args{"--spec-type", "draft-eagle3", "-md", "e3.gguf", "-ngld", "0", "-devd", "none"}));
+  Fixture head;
+  head.options.mtp = true;
+  head.options.mtp_head = "head.gguf";
+  head.drafter.drafter = "mtp-head";
+  a = head.plan("cuda", true).args;
+  EXPECT_EQ(Args(a.begin() + 9, a.end()), (Args{"--spec-type", "draft-mtp", "-md", "head.gguf", "-ngld", "99"}));
+  Fixture own;
+  own.options.mtp = true;
+  a = own.plan("cuda", true).args;
+  EXPECT_EQ(Args(a.begin() + 9, a.end()), (Args{"--spec-type", "draft-mtp"}));
+}
+
 TEST(LaunchPlan, DrafterDefaultsGiveWayToTheUser) {
   Fixture f;
   f.options.dflash = "df.gguf";
-  f.drafter.dflash = true;
+  f.drafter.drafter = "dflash";
   f.drafter.block_size = 8;
   f.options.engine_args = {"--gpu-layers-draft", "0", "--spec-draft-n-max", "3"};
   Args a = f.plan("cuda", true).args;

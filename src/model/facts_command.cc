@@ -34,6 +34,27 @@ std::string human_size(uint64_t bytes) {
   return s.str();
 }
 
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
+}
+
+// What the file drafts as, and what it needs of its target.
+std::string drafter_text(const ModelFacts& f) {
+  auto stated = [](const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : std::string("not stated"); };
+  if (f.drafter == "dflash")
+    return "dflash (--dflash; block size " + stated(f.block_size) + ", reads target layers " + join(f.target_layers) +
+           ", mask token " + stated(f.mask_token) + ")";
+  if (f.drafter == "eagle3")
+    return "eagle3 (--eagle3; reads target layers " + join(f.target_layers) + " of a target " +
+           stated(f.target_hidden_size) + " wide)";
+  if (f.drafter == "mtp-head")
+    return "mtp-head (--mtp FILE; " + std::to_string(f.nextn_layers) + " next-token layer(s) for a " + f.architecture +
+           " model " + stated(f.embedding_length) + " wide)";
+  return "plain (--draft: a model drafting for one of its vocabulary)";
+}
+
 }  // namespace
 
 std::string facts_usage() {
@@ -74,8 +95,14 @@ int run_facts(const std::vector<std::string>& args) {
           {"nextn_layers", f.nextn_layers},
           {"pooling_type", f.pooling_type ? nlohmann::json(*f.pooling_type) : nlohmann::json(nullptr)},
           {"kind", model_kind(f)},
-          {"drafter_kind", f.dflash ? "dflash" : "plain"},
+          {"drafter_kind", f.drafter.empty() ? "plain" : f.drafter},
           {"block_size", f.block_size ? nlohmann::json(*f.block_size) : nlohmann::json(nullptr)},
+          {"target_layers", f.target_layers},
+          {"target_hidden_size", f.target_hidden_size ? nlohmann::json(*f.target_hidden_size) : nlohmann::json(nullptr)},
+          {"mask_token", f.mask_token ? nlohmann::json(*f.mask_token) : nlohmann::json(nullptr)},
+          {"block_count", f.block_count ? nlohmann::json(*f.block_count) : nlohmann::json(nullptr)},
+          {"embedding_length", f.embedding_length ? nlohmann::json(*f.embedding_length) : nlohmann::json(nullptr)},
+          {"vocab_size", f.vocab_size ? nlohmann::json(*f.vocab_size) : nlohmann::json(nullptr)},
           {"tensor_count", f.tensor_count},
           {"file_size", f.file_size},
       };
@@ -109,8 +136,7 @@ int run_facts(const std::vector<std::string>& args) {
     row("context length", f.context_length ? std::to_string(*f.context_length) : "not stated");
     row("mtp layers", std::to_string(f.nextn_layers));
     row("serves", model_kind(f) + (f.pooling_type ? " (pooling type " + std::to_string(*f.pooling_type) + ")" : ""));
-    row("drafter kind", f.dflash ? "dflash (block size " + (f.block_size ? std::to_string(*f.block_size) : std::string("not stated")) + ")"
-                                 : "plain");
+    row("drafter kind", drafter_text(f));
     row("tensors", std::to_string(f.tensor_count));
     row("size", std::to_string(f.file_size) + " bytes (" + human_size(f.file_size) + ")");
     std::cout << "\nrecipes, judged for serving on this machine without a drafter:\n";

@@ -98,6 +98,28 @@ class Metadata {
     return static_cast<uint64_t>(*v);
   }
 
+  // An array of integers no larger than `max` (any integer width); empty when absent.
+  std::vector<int64_t> integers(const std::string& key, uint64_t max) const {
+    int64_t id = gguf_find_key(ctx_, key.c_str());
+    if (id < 0) return {};
+    gguf_type t = gguf_get_kv_type(ctx_, id);
+    if (t != GGUF_TYPE_ARRAY) wrong_type(key, t, "an array of integers");
+    const gguf_type at = gguf_get_arr_type(ctx_, id);
+    if (at != GGUF_TYPE_INT32 && at != GGUF_TYPE_UINT32) wrong_type(key, at, "an array of 32-bit integers");
+    const size_t n = gguf_get_arr_n(ctx_, id);
+    if (n > max) out_of_range(key, "absurdly long (" + std::to_string(n) + " entries)");
+    std::vector<int64_t> out;
+    const void* data = gguf_get_arr_data(ctx_, id);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t v = at == GGUF_TYPE_INT32 ? int64_t{static_cast<const int32_t*>(data)[i]}
+                                              : int64_t{static_cast<const uint32_t*>(data)[i]};
+      if (v < 0 || static_cast<uint64_t>(v) > max)
+        throw Error(label_ + ": metadata " + key + " holds " + std::to_string(v) + ", out of range");
+      out.push_back(v);
+    }
+    return out;
+  }
+
   std::optional<std::string> string(const std::string& key) const {
     int64_t id = gguf_find_key(ctx_, key.c_str());
     if (id < 0) return std::nullopt;
@@ -123,6 +145,7 @@ constexpr uint64_t kMaxExperts = 1u << 16;
 constexpr uint64_t kMaxContext = 1ull << 32;
 constexpr uint64_t kMaxLayers = 1u << 12;
 constexpr uint64_t kMaxBlock = 1u << 12;
+constexpr uint64_t kMaxWidth = 1u << 20;
 constexpr uint64_t kMaxFileType = 1u << 16;
 constexpr uint64_t kMaxPoolingType = 16;
 
@@ -146,11 +169,26 @@ ModelFacts facts_from_context(const gguf_context* ctx, const std::string& label)
   if (auto p = md.count(f.architecture + ".pooling_type", kMaxPoolingType)) f.pooling_type = static_cast<uint32_t>(*p);
   f.nextn_layers = static_cast<uint32_t>(md.count(f.architecture + ".nextn_predict_layers", kMaxLayers).value_or(0));
   if (auto n = md.count(f.architecture + ".block_count", kMaxLayers)) f.block_count = static_cast<uint32_t>(*n);
-  f.dflash = f.architecture == "dflash";
-  if (auto b = md.count(f.architecture + ".block_size", kMaxBlock); b && f.dflash) {
+  if (f.block_count && f.nextn_layers > *f.block_count)
+    throw Error(label + ": metadata " + f.architecture + ".nextn_predict_layers (" + std::to_string(f.nextn_layers) +
+                ") exceeds " + f.architecture + ".block_count (" + std::to_string(*f.block_count) + ")");
+  if (auto n = md.count(f.architecture + ".embedding_length", kMaxWidth)) f.embedding_length = static_cast<uint32_t>(*n);
+  if (int64_t id = gguf_find_key(ctx, "tokenizer.ggml.tokens"); id >= 0 && gguf_get_kv_type(ctx, id) == GGUF_TYPE_ARRAY)
+    f.vocab_size = gguf_get_arr_n(ctx, id);
+  if (f.architecture == "dflash" || f.architecture == "eagle3") {
+    f.drafter = f.architecture;
+    f.target_layers = md.integers(f.architecture + ".target_layers", kMaxLayers);
+  } else if (f.nextn_layers > 0 && gguf_find_tensor(ctx, "blk.0.attn_norm.weight") < 0) {
+    // The engine's own test for a head published apart from its model: MTP layers, no trunk.
+    f.drafter = "mtp-head";
+  }
+  if (auto b = md.count(f.architecture + ".block_size", kMaxBlock); b && f.drafter == "dflash") {
     if (*b < 2) throw Error(label + ": metadata dflash.block_size is " + std::to_string(*b) + ", expected at least 2");
     f.block_size = static_cast<uint32_t>(*b);
   }
+  if (f.drafter == "eagle3")
+    if (auto n = md.count("eagle3.target_hidden_size", kMaxWidth)) f.target_hidden_size = static_cast<uint32_t>(*n);
+  if (auto m = md.count("tokenizer.ggml.mask_token_id", UINT32_MAX)) f.mask_token = static_cast<uint32_t>(*m);
   f.tensor_count = gguf_get_n_tensors(ctx);
   return f;
 }
@@ -195,6 +233,10 @@ ModelFacts model_facts_from_buffer(const void* data, size_t size, const std::str
   ModelFacts f = facts_from_context(ctx.get(), label);
   f.file_size = size;
   return f;
+}
+
+uint32_t trunk_layers(const ModelFacts& facts) {
+  return facts.block_count ? *facts.block_count - facts.nextn_layers : 0;
 }
 
 std::string file_type_name(uint32_t t) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace onebit {
 
@@ -21,9 +22,18 @@ struct ModelFacts {
   std::optional<uint64_t> context_length;  // <arch>.context_length
   std::optional<uint32_t> pooling_type;    // <arch>.pooling_type: 1-3 embedding models, 4 rerankers
   uint32_t nextn_layers = 0;            // <arch>.nextn_predict_layers: MTP heads
-  std::optional<uint32_t> block_count;  // <arch>.block_count: the model's layers
-  bool dflash = false;                  // a dflash drafter (architecture "dflash")
+  std::optional<uint32_t> block_count;  // <arch>.block_count: the model's layers, MTP ones included
+  std::optional<uint32_t> embedding_length;  // <arch>.embedding_length
+  std::optional<uint64_t> vocab_size;   // entries of tokenizer.ggml.tokens
+  // The kind of speculative drafter the file is, from its architecture and tensors: "dflash",
+  // "eagle3", "mtp-head" (a next-token layer without the model under it), "" for a model.
+  std::string drafter;
   std::optional<uint32_t> block_size;   // dflash.block_size
+  std::vector<int64_t> target_layers;   // <arch>.target_layers: the target layers a dflash or eagle3
+                                        // drafter reads (the input of each)
+  std::optional<uint32_t> target_hidden_size;  // eagle3.target_hidden_size
+  std::optional<uint32_t> mask_token;   // tokenizer.ggml.mask_token_id: the token a dflash block
+                                        // starts from
   int64_t tensor_count = 0;
   uint64_t file_size = 0;
 };
@@ -39,6 +49,9 @@ ModelFacts model_facts_from_buffer(const void* data, size_t size, const std::str
 // What the model serves, from its pooling type: "embedding" (mean, cls or last pooling),
 // "reranking" (rank pooling) or "llm".
 std::string model_kind(const ModelFacts& facts);
+
+// The layers under the MTP ones: what a drafter's target layer ids index.
+uint32_t trunk_layers(const ModelFacts& facts);
 
 // "Q4_0", "F16", ... for a general.file_type value; "type N" when unknown.
 std::string file_type_name(uint32_t file_type);

@@ -38,7 +38,7 @@ TEST(GgufFacts, ReadsADenseModel) {
   EXPECT_EQ(file_type_name(*f.file_type), "Q4_0");
   EXPECT_EQ(f.context_length, 8192u);
   EXPECT_FALSE(f.hadamard_q4_0);
-  EXPECT_FALSE(f.dflash);
+  EXPECT_EQ(f.drafter, "");
   EXPECT_EQ(f.tensor_count, 1);
 }
 
@@ -48,23 +48,56 @@ TEST(GgufFacts, ReadsMoeStampAndMtp) {
                                            {"qwen3moe.expert_count", uint32_t{128}},
                                            {"qwen3moe.nextn_predict_layers", uint32_t{1}},
                                            {"qwen3moe.block_count", uint32_t{48}},
-                                           {"onebit.hadamard_q4_0", uint32_t{32}}});
+                                           {"onebit.hadamard_q4_0", uint32_t{32}}},
+                      {"token_embd.weight", "blk.0.attn_norm.weight"});
   ModelFacts f = read_model_facts(dir.file("m.gguf"));
   EXPECT_EQ(f.block_count, 48u);
   EXPECT_TRUE(f.moe);
   EXPECT_EQ(f.expert_count, 128);
   EXPECT_TRUE(f.hadamard_q4_0);
   EXPECT_EQ(f.nextn_layers, 1u);
+  EXPECT_EQ(trunk_layers(f), 47u);
+  EXPECT_EQ(f.drafter, "");  // its MTP layer sits on a model
   EXPECT_FALSE(f.file_type.has_value());
 }
 
-TEST(GgufFacts, ReadsADflashDrafter) {
+TEST(GgufFacts, ReadsEachDrafterKind) {
   TempDir dir;
   testing::write_gguf(dir.file("d.gguf"), {{"general.architecture", std::string("dflash")},
-                                           {"dflash.block_size", uint32_t{16}}});
+                                           {"dflash.block_size", uint32_t{16}},
+                                           {"dflash.embedding_length", uint32_t{4096}},
+                                           {"dflash.target_layers", std::vector<int32_t>{2, 9, 16}},
+                                           {"tokenizer.ggml.mask_token_id", uint32_t{128002}}});
   ModelFacts f = read_model_facts(dir.file("d.gguf"));
-  EXPECT_TRUE(f.dflash);
+  EXPECT_EQ(f.drafter, "dflash");
   EXPECT_EQ(f.block_size, 16u);
+  EXPECT_EQ(f.embedding_length, 4096u);
+  EXPECT_EQ(f.target_layers, (std::vector<int64_t>{2, 9, 16}));
+  EXPECT_EQ(f.mask_token, 128002u);
+  testing::write_gguf(dir.file("e.gguf"), {{"general.architecture", std::string("eagle3")},
+                                           {"eagle3.target_layers", std::vector<int32_t>{2, 16, 29}},
+                                           {"eagle3.target_hidden_size", uint32_t{4096}}});
+  f = read_model_facts(dir.file("e.gguf"));
+  EXPECT_EQ(f.drafter, "eagle3");
+  EXPECT_EQ(f.target_hidden_size, 4096u);
+  EXPECT_FALSE(f.block_size.has_value());
+  // Next-token layers without the model under them: a head published apart.
+  testing::write_gguf(dir.file("h.gguf"), {{"general.architecture", std::string("qwen35")},
+                                           {"qwen35.block_count", uint32_t{33}},
+                                           {"qwen35.nextn_predict_layers", uint32_t{1}}},
+                      {"token_embd.weight", "output_norm.weight", "blk.32.nextn.eh_proj.weight"});
+  f = read_model_facts(dir.file("h.gguf"));
+  EXPECT_EQ(f.drafter, "mtp-head");
+  EXPECT_EQ(trunk_layers(f), 32u);
+  // A negative layer id, or more MTP layers than layers, is a broken file.
+  testing::write_gguf(dir.file("bad.gguf"), {{"general.architecture", std::string("dflash")},
+                                             {"dflash.target_layers", std::vector<int32_t>{2, -1}}});
+  EXPECT_EQ(error_of(dir.file("bad.gguf")), dir.file("bad.gguf") + ": metadata dflash.target_layers holds -1, out of range");
+  testing::write_gguf(dir.file("bad2.gguf"), {{"general.architecture", std::string("qwen35")},
+                                              {"qwen35.block_count", uint32_t{4}},
+                                              {"qwen35.nextn_predict_layers", uint32_t{5}}});
+  EXPECT_EQ(error_of(dir.file("bad2.gguf")),
+            dir.file("bad2.gguf") + ": metadata qwen35.nextn_predict_layers (5) exceeds qwen35.block_count (4)");
 }
 
 TEST(GgufFacts, AcceptsAnyIntegerWidth) {

@@ -18,8 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kDevices = {"cpu", "cuda"};
-const std::vector<std::string> kDrafters = {"none", "draft", "dflash", "mtp"};
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;
@@ -131,7 +129,7 @@ class RecipeParser {
       const std::string& key = it.key();
       const std::string what = who + ": match." + key;
       if (key == "device") {
-        m.device = value_list(it.value(), what, kDevices);
+        m.device = value_list(it.value(), what, recipe_devices());
       } else if (key == "gpu") {
         m.gpu = name_list(it.value(), what, "GPU models");
       } else if (key == "cpu") {
@@ -147,7 +145,7 @@ class RecipeParser {
       } else if (key == "size_bytes") {
         m.size_bytes = byte_range(it.value(), what);
       } else if (key == "drafter") {
-        m.drafter = value_list(it.value(), what, kDrafters);
+        m.drafter = value_list(it.value(), what, drafter_kinds());
       } else if (key == "architecture") {
         m.architecture = string_list(it.value(), what);
       } else if (key == "moe" || key == "hadamard_q4_0") {
@@ -223,6 +221,16 @@ std::string describe_added(const std::vector<std::string>& args, const std::vect
 }
 
 }  // namespace
+
+const std::vector<std::string>& recipe_devices() {
+  static const std::vector<std::string> devices = {"cpu", "cuda"};
+  return devices;
+}
+
+const std::vector<std::string>& drafter_kinds() {
+  static const std::vector<std::string> kinds = {"none", "draft", "dflash", "eagle3", "mtp"};
+  return kinds;
+}
 
 RecipeSet parse_recipes(std::string_view text, const std::string& origin, const EngineArgs& engine) {
   RecipeParser p(origin, engine);

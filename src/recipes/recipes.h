@@ -31,6 +31,10 @@
 
 namespace onebit {
 
+// The values of a match's device and drafter keys (the tune space's `when` takes the same).
+const std::vector<std::string>& recipe_devices();  // cpu, cuda
+const std::vector<std::string>& drafter_kinds();   // none, draft, dflash, eagle3, mtp
+
 struct RecipeMatch {
   std::optional<std::vector<std::string>> device;
   std::optional<std::vector<std::string>> gpu;
@@ -79,7 +83,7 @@ struct RecipeMachine {
 struct RecipeTarget {
   std::string device;   // cpu, cuda
   std::string gpu;      // the engine's GPU ("NVIDIA H200"; "" unknown), counted only with cuda
-  std::string drafter;  // none, draft, dflash, mtp
+  std::string drafter;  // none, draft, dflash, eagle3, mtp
   const ModelFacts* facts = nullptr;
   RecipeMachine machine;
 };

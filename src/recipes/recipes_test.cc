@@ -213,7 +213,7 @@ TEST(Recipes, ValidationMessages) {
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"device": ["cpu"], "gpu": ["X"]}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.gpu names GPU models, but match.device leaves out cuda");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"drafter": ["eagle"]}, "args": ["-ub", "1"], "measured": "m"})")),
-            "r.json: recipe \"a\": match.drafter: unknown value \"eagle\" (known: none, draft, dflash, mtp)");
+            "r.json: recipe \"a\": match.drafter: unknown value \"eagle\" (known: none, draft, dflash, eagle3, mtp)");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": [], "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": \"match\" must be an object");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "args": "-ub 1", "measured": "m"})")),

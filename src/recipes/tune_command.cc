@@ -56,7 +56,7 @@ BenchOptions tune_defaults() {
 
 // The serve options a launch may carry; the rest are bench's to set (model, port, key, logs).
 const std::set<std::string> kLaunchOptions = {"--device", "--ctx-size", "--flash-attn", "--parallel", "--draft",
-                                              "--dflash", "--mtp", "--draft-max", "--draft-p-min", "--recipes",
+                                              "--dflash", "--eagle3", "--mtp", "--draft-max", "--draft-p-min", "--recipes",
                                               "--no-recipes", "--llama-server"};
 
 std::vector<CliOption> tune_table(TuneCli& c) {

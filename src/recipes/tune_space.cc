@@ -17,8 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kDevices = {"cpu", "cuda"};
-const std::vector<std::string> kDrafters = {"none", "draft", "dflash", "mtp"};
 const char* const kPlaceholders[] = {"$cores", "$layers"};
 
 std::string bracket(const std::vector<std::string>& items) {
@@ -106,8 +104,8 @@ Knob parse_knob(const json& j, size_t index, const std::string& origin, const En
           }
           return out;
         };
-        if (w.key() == "device") k.when.device = strings(&kDevices);
-        else if (w.key() == "drafter") k.when.drafter = strings(&kDrafters);
+        if (w.key() == "device") k.when.device = strings(&recipe_devices());
+        else if (w.key() == "drafter") k.when.drafter = strings(&drafter_kinds());
         else if (w.key() == "architecture") k.when.architecture = strings(nullptr);
         else if (w.key() == "moe" || w.key() == "fits_gpu") {
           if (!w.value().is_boolean()) throw fail(what + " must be true or false");

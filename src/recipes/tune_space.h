@@ -63,7 +63,7 @@ const TuneSpace& builtin_tune_space();
 // What a knob is matched against, and what its placeholders stand for.
 struct TuneContext {
   std::string device;   // cpu, cuda
-  std::string drafter;  // none, draft, dflash, mtp
+  std::string drafter;  // none, draft, dflash, eagle3, mtp
   const ModelFacts* facts = nullptr;
   unsigned physical_cores = 1;
   uint64_t gpu_memory_bytes = 0;  // 0: unknown (the model is taken to fit)

@@ -19,6 +19,7 @@
 #include "engine/engine_process.h"
 #include "engine/launch_plan.h"
 #include "http/net.h"
+#include "model/drafter_fit.h"
 #include "model/gguf_facts.h"
 #include "recipes/recipe_store.h"
 #include "serve/long_route.h"
@@ -28,18 +29,14 @@
 namespace onebit {
 namespace {
 
-// Reads the drafter and checks that it is the kind its option promises.
+// Reads the drafter's file, if it has one, and checks that it is the kind its option promises
+// and fits the model.
 std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts& model) {
-  if (o.mtp && model.nextn_layers == 0)
-    throw Error(model.path + ": --mtp needs next-token (MTP) layers, and " + model.architecture +
-                ".nextn_predict_layers is absent or 0");
-  std::string kind = o.drafter_kind();
-  if (kind != "draft" && kind != "dflash") return std::nullopt;
-  const std::string& path = kind == "draft" ? o.draft : o.dflash;
-  ModelFacts d = read_model_facts(path);
-  if (kind == "dflash" && !d.dflash)
-    throw Error(path + ": not a dflash drafter (architecture " + d.architecture + "); use --draft for a plain model");
-  if (kind == "draft" && d.dflash) throw Error(path + ": is a dflash drafter; use --dflash");
+  const std::string kind = o.drafter_kind();
+  const std::string& path = kind == "draft" ? o.draft : kind == "dflash" ? o.dflash : kind == "eagle3" ? o.eagle3 : o.mtp_head;
+  std::optional<ModelFacts> d;
+  if (!path.empty()) d = read_model_facts(path);
+  check_drafter_fits(kind, d ? &*d : nullptr, model);
   return d;
 }
 

@@ -26,9 +26,16 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
       {{"-np", "--parallel"}, "N", "number of parallel slots",
        [&o](const std::string& v) { o.parallel = parse_int_option("--parallel", v, 1, 4096); }},
       {{"--draft"}, "FILE", "speculative decoding with a small draft model of the same vocabulary", text(o.draft)},
-      {{"--dflash"}, "FILE", "speculative decoding with a dflash drafter", text(o.dflash)},
-      {{"--mtp"}, "", "speculative decoding with the model's own next-token (MTP) layers",
-       [&o](const std::string&) { o.mtp = true; }},
+      {{"--dflash"}, "FILE", "speculative decoding with a dflash drafter (a block of tokens per step)", text(o.dflash)},
+      {{"--eagle3"}, "FILE", "speculative decoding with an eagle3 drafter", text(o.eagle3)},
+      {{"--mtp"}, "", "speculative decoding with the model's own next-token (MTP) layer, or with\n"
+                      "the one in HEAD.gguf (published apart from its model; or --mtp=FILE)",
+       [&o](const std::string& v) {
+         o.mtp = true;
+         o.mtp_head = v;
+       },
+       {}, [](const std::string& next) { return next.size() > 5 && next.compare(next.size() - 5, 5, ".gguf") == 0 && next[0] != '-'; },
+       "HEAD.gguf"},
       {{"--draft-max"}, "N", "most tokens drafted per step (default: dflash block size - 1, or 16)",
        [&o](const std::string& v) { o.draft_max = parse_int_option("--draft-max", v, 1, 1024); }},
       {{"--draft-p-min"}, "P", "least probability for a drafted token to be kept, 0..1",
@@ -61,6 +68,7 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
 std::string ServeOptions::drafter_kind() const {
   if (!draft.empty()) return "draft";
   if (!dflash.empty()) return "dflash";
+  if (!eagle3.empty()) return "eagle3";
   if (mtp) return "mtp";
   return "none";
 }
@@ -83,10 +91,10 @@ ServeOptions parse_serve_options(const std::vector<std::string>& args) {
   o.help = p.help;
   if (!p.positional.empty()) throw Error("unexpected argument \"" + p.positional.front() + "\" (the model goes after -m)");
   o.engine_args = p.after_dashes;
-  int drafters = !o.draft.empty() + !o.dflash.empty() + o.mtp;
-  if (drafters > 1) throw Error("--draft, --dflash and --mtp exclude each other: choose one drafter");
+  int drafters = !o.draft.empty() + !o.dflash.empty() + !o.eagle3.empty() + o.mtp;
+  if (drafters > 1) throw Error("--draft, --dflash, --eagle3 and --mtp exclude each other: choose one drafter");
   if (drafters == 0 && (o.draft_max || !o.draft_p_min.empty()))
-    throw Error("--draft-max and --draft-p-min need a drafter (--draft, --dflash or --mtp)");
+    throw Error("--draft-max and --draft-p-min need a drafter (--draft, --dflash, --eagle3 or --mtp)");
   if (long_from_set && o.long_model.empty()) throw Error("--long-from needs --long-model");
   return o;
 }

@@ -18,9 +18,11 @@ struct ServeOptions {
   std::optional<int64_t> ctx_size;
   std::string flash_attn;  // "", on, off, auto
   std::optional<int64_t> parallel;
-  std::string draft;   // a plain small drafter
-  std::string dflash;  // a dflash drafter
-  bool mtp = false;
+  std::string draft;     // a small model of the same vocabulary
+  std::string dflash;    // a dflash drafter
+  std::string eagle3;    // an eagle3 drafter
+  bool mtp = false;      // the model's own next-token layer, or mtp_head's
+  std::string mtp_head;  // --mtp FILE: a next-token layer published apart from its model
   std::optional<int64_t> draft_max;
   std::string draft_p_min;  // kept as typed, checked to be in [0, 1]
   std::string recipes_file;
@@ -37,7 +39,7 @@ struct ServeOptions {
   std::vector<std::string> engine_args;  // after "--"
   bool help = false;
 
-  // "none", "draft", "dflash" or "mtp".
+  // "none", "draft", "dflash", "eagle3" or "mtp".
   std::string drafter_kind() const;
 };
 

@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     onebit::ModelFacts f = onebit::model_facts_from_buffer(data, size, "fuzz");
     // What passed validation must hold together; serve relies on these without rechecking.
     if (f.architecture.empty() || f.moe != (f.expert_count > 0) || f.file_size != size ||
-        (f.block_size && (!f.dflash || *f.block_size < 2)) || f.tensor_count < 0)
+        (f.block_size && (f.drafter != "dflash" || *f.block_size < 2)) || f.tensor_count < 0 ||
+        (f.block_count && f.nextn_layers > *f.block_count))
       __builtin_trap();
     if (f.file_type) (void)onebit::file_type_name(*f.file_type);
   } catch (const onebit::Error&) {
