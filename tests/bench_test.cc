@@ -237,5 +237,72 @@ TEST(BenchEngine, ADrafterKeepsTheGreedyAnswersAndShowsItsSteps) {
   EXPECT_NE(r.out.find("step cost of draft: "), std::string::npos) << r.out;
 }
 
+// Every drafter kind at test size, through serve's own option, on one target per bench run: the
+// greedy answer to each bench prompt is the plain target's, and the engine really drafted (n-gram
+// speculation drafts only where the text repeats). The target drafting for itself is the case
+// where every draft is accepted.
+struct DrafterRun {
+  const char* target;
+  std::vector<std::pair<const char*, const char*>> drafters;  // config name, synth shape ("": none)
+  std::vector<std::pair<const char*, std::string>> configs;   // config name, serve options (D: the drafter)
+};
+
+void PrintTo(const DrafterRun& r, std::ostream* os) { *os << r.target; }
+
+class BenchDrafters : public ::testing::TestWithParam<DrafterRun> {};
+
+TEST_P(BenchDrafters, KeepTheGreedyAnswersAndDraft) {
+  const DrafterRun& run_case = GetParam();
+  TempDir dir;
+  SynthOptions o;
+  o.vocab_dir = vocab_dir();
+  o.type = "q8_0";
+  const std::string target = dir.file(std::string(run_case.target) + ".gguf");
+  write_synth_model(*find_synth_shape(run_case.target), o, target);
+  std::vector<std::string> args = {onebit_binary(), "bench", "-m", target, "--config", "plain=", "--rounds", "1",
+                                   "--prompt-reps", "1", "--decode-reps", "1", "--decode-tokens", "48",
+                                   "--log-dir", dir.file("logs"), "--json", dir.file("r.json")};
+  for (const auto& [name, options] : run_case.configs) {
+    std::string opts = options;
+    for (const auto& [config, shape] : run_case.drafters)
+      if (std::string(config) == name) {
+        const std::string file = *shape ? dir.file(std::string(shape) + ".gguf") : target;
+        if (*shape) write_synth_model(*find_synth_shape(shape), o, file);
+        opts.replace(opts.find('D'), 1, file);
+      }
+    args.insert(args.end(), {"--config", std::string(name) + "=" + opts});
+  }
+  RunResult r = run(args, {}, 300s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json rec = json::parse(read_file(dir.file("r.json")));
+  std::map<std::string, std::map<std::string, std::string>> answers;  // prompt -> config -> text
+  for (const auto& a : rec["answers"]) answers[a["prompt"]][a["config"]] = a["text"];
+  ASSERT_EQ(answers.size(), 3u);
+  for (const auto& [name, options] : run_case.configs) {
+    for (const auto& [prompt, by_config] : answers) {
+      ASSERT_TRUE(by_config.count(name)) << name << " " << prompt;
+      EXPECT_FALSE(by_config.at("plain").empty()) << prompt;
+      EXPECT_EQ(by_config.at(name), by_config.at("plain")) << name << " on " << prompt;
+    }
+    const json& summary = rec["summary"][name];
+    if (std::string(name) == "ngram") continue;  // drafts only where the text repeats itself
+    ASSERT_TRUE(summary.contains("acceptance")) << name << " drafted nothing: " << summary.dump();
+    if (std::string(name) == "itself") EXPECT_GT(summary["acceptance"]["median"].get<double>(), 0.9);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, BenchDrafters,
+    ::testing::Values(DrafterRun{"tiny-llama",
+                                 {{"dflash", "tiny-llama-dflash"}, {"eagle3", "tiny-llama-eagle3"}, {"itself", ""}},
+                                 {{"dflash", "--dflash D"},
+                                  {"eagle3", "--eagle3 D"},
+                                  {"itself", "--draft D"},
+                                  {"ngram", "-- --spec-type ngram-simple"}}},
+                      DrafterRun{"tiny-qwen35-mtp",
+                                 {{"head", "tiny-qwen35-mtp-head"}, {"dflash", "tiny-qwen35-dflash"}},
+                                 {{"mtp", "--mtp"}, {"head", "--mtp D"}, {"dflash", "--dflash D"}}}),
+    [](const auto& info) { return info.index == 0 ? std::string("llama") : std::string("qwen35"); });
+
 }  // namespace
 }  // namespace onebit::testing

@@ -10,9 +10,12 @@
 #include "base/error.h"
 #include "ggml.h"
 #include "gguf.h"
+#include "model/synth_drafters.h"
 
 namespace onebit {
 namespace {
+
+using namespace synth_detail;
 
 struct GgufDeleter {
   void operator()(gguf_context* c) const { gguf_free(c); }
@@ -85,63 +88,48 @@ uint32_t file_type_of(ggml_type t) {
   }
 }
 
-// What a tensor holds: random weights, ones (norms), or one of the delta-net's parameters.
-enum class Fill { kWeight, kOnes, kDecay, kZero };
-
-struct TensorSpec {
-  std::string name;
-  std::vector<int64_t> ne;  // ggml order: ne[0] is the input dimension
-  Fill fill = Fill::kWeight;
-  bool keep_f32 = false;    // stays F32 whatever the weight type (norms, small parameters)
-};
-
-TensorSpec weight(std::string name, std::vector<int64_t> ne) { return {std::move(name), std::move(ne), Fill::kWeight, false}; }
-TensorSpec norm(std::string name, int64_t n) { return {std::move(name), {n}, Fill::kOnes, true}; }
+void add_trunk_layer(std::vector<TensorSpec>& t, const SynthShape& s, int64_t i) {
+  const std::string b = "blk." + std::to_string(i) + ".";
+  t.push_back(norm(b + "attn_norm.weight", s.n_embd));
+  const bool hybrid = s.architecture == "qwen35";
+  const bool recurrent = hybrid && (i + 1) % s.full_attention_interval != 0;
+  if (recurrent) {
+    // Gated delta-net: fused q/k/v projection, output gate, short convolution, decay.
+    const int64_t key_dim = s.ssm_state * s.ssm_groups, value_dim = s.ssm_state * s.ssm_heads;
+    t.push_back(weight(b + "attn_qkv.weight", {s.n_embd, 2 * key_dim + value_dim}));
+    t.push_back(weight(b + "attn_gate.weight", {s.n_embd, value_dim}));
+    t.push_back({b + "ssm_conv1d.weight", {s.ssm_conv, 2 * key_dim + value_dim}, Fill::kWeight, true});
+    t.push_back({b + "ssm_dt.bias", {s.ssm_heads}, Fill::kZero, true});
+    t.push_back({b + "ssm_a", {s.ssm_heads}, Fill::kDecay, true});
+    t.push_back(weight(b + "ssm_beta.weight", {s.n_embd, s.ssm_heads}));
+    t.push_back(weight(b + "ssm_alpha.weight", {s.n_embd, s.ssm_heads}));
+    t.push_back(norm(b + "ssm_norm.weight", s.ssm_state));
+    t.push_back(weight(b + "ssm_out.weight", {value_dim, s.n_embd}));
+  } else {
+    // Attention; the hybrid's query carries its output gate (twice as wide).
+    add_attention(t, b, s, s.n_embd, hybrid ? 2 : 1, s.architecture != "llama");
+  }
+  t.push_back(norm(b + (hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd));
+  if (s.n_expert > 0) {
+    t.push_back(weight(b + "ffn_gate_inp.weight", {s.n_embd, s.n_expert}));
+    t.push_back(weight(b + "ffn_gate_exps.weight", {s.n_embd, s.n_ff_expert, s.n_expert}));
+    t.push_back(weight(b + "ffn_up_exps.weight", {s.n_embd, s.n_ff_expert, s.n_expert}));
+    t.push_back(weight(b + "ffn_down_exps.weight", {s.n_ff_expert, s.n_embd, s.n_expert}));
+  } else {
+    add_dense_ffn(t, b, s);
+  }
+}
 
 std::vector<TensorSpec> tensor_specs(const SynthShape& s, int64_t n_vocab) {
-  const int64_t hd = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
+  if (s.drafter == "dflash") return dflash_tensors(s);
+  if (s.drafter == "eagle3") return eagle3_tensors(s);
   std::vector<TensorSpec> t;
   t.push_back(weight("token_embd.weight", {s.n_embd, n_vocab}));
-  const bool hybrid = s.architecture == "qwen35";
-  for (int64_t i = 0; i < s.n_layer; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    t.push_back(norm(b + "attn_norm.weight", s.n_embd));
-    const bool recurrent = hybrid && (i + 1) % s.full_attention_interval != 0;
-    if (recurrent) {
-      // Gated delta-net: fused q/k/v projection, output gate, short convolution, decay.
-      const int64_t key_dim = s.ssm_state * s.ssm_groups, value_dim = s.ssm_state * s.ssm_heads;
-      t.push_back(weight(b + "attn_qkv.weight", {s.n_embd, 2 * key_dim + value_dim}));
-      t.push_back(weight(b + "attn_gate.weight", {s.n_embd, value_dim}));
-      t.push_back({b + "ssm_conv1d.weight", {s.ssm_conv, 2 * key_dim + value_dim}, Fill::kWeight, true});
-      t.push_back({b + "ssm_dt.bias", {s.ssm_heads}, Fill::kZero, true});
-      t.push_back({b + "ssm_a", {s.ssm_heads}, Fill::kDecay, true});
-      t.push_back(weight(b + "ssm_beta.weight", {s.n_embd, s.ssm_heads}));
-      t.push_back(weight(b + "ssm_alpha.weight", {s.n_embd, s.ssm_heads}));
-      t.push_back(norm(b + "ssm_norm.weight", s.ssm_state));
-      t.push_back(weight(b + "ssm_out.weight", {value_dim, s.n_embd}));
-    } else {
-      // Attention; the hybrid's query carries its output gate (twice as wide).
-      t.push_back(weight(b + "attn_q.weight", {s.n_embd, s.n_head * hd * (hybrid ? 2 : 1)}));
-      t.push_back(weight(b + "attn_k.weight", {s.n_embd, s.n_head_kv * hd}));
-      t.push_back(weight(b + "attn_v.weight", {s.n_embd, s.n_head_kv * hd}));
-      t.push_back(weight(b + "attn_output.weight", {s.n_head * hd, s.n_embd}));
-      if (s.architecture != "llama") {
-        t.push_back(norm(b + "attn_q_norm.weight", hd));
-        t.push_back(norm(b + "attn_k_norm.weight", hd));
-      }
-    }
-    t.push_back(norm(b + (hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd));
-    if (s.n_expert > 0) {
-      t.push_back(weight(b + "ffn_gate_inp.weight", {s.n_embd, s.n_expert}));
-      t.push_back(weight(b + "ffn_gate_exps.weight", {s.n_embd, s.n_ff_expert, s.n_expert}));
-      t.push_back(weight(b + "ffn_up_exps.weight", {s.n_embd, s.n_ff_expert, s.n_expert}));
-      t.push_back(weight(b + "ffn_down_exps.weight", {s.n_ff_expert, s.n_embd, s.n_expert}));
-    } else {
-      t.push_back(weight(b + "ffn_gate.weight", {s.n_embd, s.n_ff}));
-      t.push_back(weight(b + "ffn_up.weight", {s.n_embd, s.n_ff}));
-      t.push_back(weight(b + "ffn_down.weight", {s.n_ff, s.n_embd}));
-    }
-  }
+  // Without trunk blocks the engine loads a qwen35 file as an MTP layer alone.
+  if (s.drafter != "mtp-head")
+    for (int64_t i = 0; i < s.n_layer; ++i) add_trunk_layer(t, s, i);
+  // MTP layers follow the trunk and attend fully, wherever full_attention_interval would put them.
+  for (int64_t i = s.n_layer; i < s.n_layer + s.nextn; ++i) add_mtp_layer(t, s, i);
   t.push_back(norm("output_norm.weight", s.n_embd));
   if (!s.tied_embeddings) t.push_back(weight("output.weight", {s.n_embd, n_vocab}));
   if (s.n_cls_out > 0) t.push_back(weight("cls.output.weight", {s.n_embd, s.n_cls_out}));
@@ -153,6 +141,12 @@ std::vector<TensorSpec> tensor_specs(const SynthShape& s, int64_t n_vocab) {
 void fill_rows(const TensorSpec& s, ggml_type t, uint64_t seed, int64_t tensor, int64_t r0, int64_t r1,
                const std::vector<bool>& silent, bool output, uint8_t* dst) {
   const int64_t n = s.ne[0];
+  if (s.fill == Fill::kTokenIds) {
+    // A d2t of the target's first n tokens: BPE vocabularies rank tokens by merge order, so
+    // roughly by frequency, and EAGLE-3 keeps the most frequent.
+    for (int64_t id = 0; id < n; ++id) std::memcpy(dst + id * sizeof id, &id, sizeof id);
+    return;
+  }
   const size_t row_bytes = ggml_row_size(t, n);
   const float scale = std::sqrt(3.0f / static_cast<float>(n));
   std::vector<float> row(static_cast<size_t>(n));
@@ -173,44 +167,106 @@ void fill_rows(const TensorSpec& s, ggml_type t, uint64_t seed, int64_t tensor, 
   }
 }
 
+// A drafter reads `target`'s hidden states and borrows its embeddings, so it takes the target's
+// vocabulary, width and context.
+SynthShape drafter_of(const SynthShape& target, SynthShape drafter) {
+  drafter.architecture = drafter.drafter;
+  drafter.vocab = target.vocab;
+  drafter.n_embd = target.n_embd;
+  drafter.n_ctx = target.n_ctx;
+  drafter.target = target.name;
+  return drafter;
+}
+
+SynthShape with_mtp_layer(SynthShape model, std::string name, std::string note) {
+  model.name = std::move(name);
+  model.nextn = 1;
+  model.note = std::move(note);
+  return model;
+}
+
+// The MTP layer of `model` in a file of its own: `model`'s keys and the layer's tensors.
+SynthShape mtp_head_of(const SynthShape& model, std::string name, std::string note) {
+  SynthShape head = with_mtp_layer(model, std::move(name), std::move(note));
+  head.drafter = "mtp-head";
+  head.target = model.name;
+  return head;
+}
+
 }  // namespace
 
 const std::vector<SynthShape>& synth_shapes() {
-  static const std::vector<SynthShape> shapes = {
-      // Small ones for tests: load in well under a second, a few hundred tokens/s on 2 cores.
-      {.name = "tiny-llama", .architecture = "llama", .vocab = "llama-spm", .n_embd = 64, .n_layer = 2, .n_head = 4,
-       .n_head_kv = 2, .n_ff = 128, .n_ctx = 2048, .note = "test size"},
-      {.name = "tiny-qwen3", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
-       .n_head_kv = 2, .head_dim = 32, .n_ff = 192, .rope_base = 1e6, .tied_embeddings = true, .note = "test size"},
-      {.name = "tiny-qwen3moe", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
-       .n_head_kv = 2, .head_dim = 32, .rope_base = 1e6, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 64,
-       .note = "test size"},
-      {.name = "tiny-qwen3-reranker", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 64, .n_layer = 2,
-       .n_head = 4, .n_head_kv = 2, .head_dim = 32, .n_ff = 192, .rope_base = 1e6, .tied_embeddings = true,
-       .n_cls_out = 1, .note = "test size, a reranker"},
-      {.name = "tiny-qwen35", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 128, .n_layer = 4, .n_head = 4,
-       .n_head_kv = 2, .head_dim = 64, .n_ff = 256, .rope_base = 1e7, .tied_embeddings = true, .ssm_state = 32,
-       .ssm_groups = 2, .ssm_heads = 4, .n_rot = 16, .note = "test size"},
-      // Real shapes.
-      {.name = "llama3-8b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 4096, .n_layer = 32, .n_head = 32,
-       .n_head_kv = 8, .n_ff = 14336, .n_ctx = 8192, .rope_base = 500000, .note = "Llama 3 8B"},
-      {.name = "llama3.2-1b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 2048, .n_layer = 16,
-       .n_head = 32, .n_head_kv = 8, .n_ff = 8192, .n_ctx = 8192, .rope_base = 500000, .tied_embeddings = true,
-       .note = "Llama 3.2 1B: Llama 3 8B's vocabulary, so it drafts for it"},
-      {.name = "qwen3-8b", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 4096, .n_layer = 36, .n_head = 32,
-       .n_head_kv = 8, .head_dim = 128, .n_ff = 12288, .n_ctx = 40960, .rope_base = 1e6, .note = "Qwen3 8B"},
-      {.name = "qwen3-30b-a3b", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 2048, .n_layer = 48, .n_head = 32,
-       .n_head_kv = 4, .head_dim = 128, .n_ctx = 40960, .rope_base = 1e6, .n_expert = 128, .n_expert_used = 8,
-       .n_ff_expert = 768, .note = "Qwen3 30B-A3B (MoE, 128 experts, 8 used)"},
-      {.name = "qwen35-9b", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 4096, .n_layer = 32, .n_head = 16,
-       .n_head_kv = 4, .head_dim = 256, .n_ff = 12288, .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128,
-       .ssm_groups = 16, .ssm_heads = 32, .n_rot = 64,
-       .note = "a Qwen3.5-style hybrid of about 9B: 3 gated delta-net layers to 1 attention layer"},
-      {.name = "qwen35-2b", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 2048, .n_layer = 24, .n_head = 8,
-       .n_head_kv = 2, .head_dim = 256, .n_ff = 6144, .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128,
-       .ssm_groups = 16, .ssm_heads = 16, .n_rot = 64,
-       .note = "a smaller Qwen3.5-style hybrid: 16 delta-net heads (qwen35-9b has 32)"},
-  };
+  static const std::vector<SynthShape> shapes = [] {
+    // Small ones for tests: load in well under a second, a few hundred tokens/s on 2 cores.
+    const SynthShape tiny_llama{.name = "tiny-llama", .architecture = "llama", .vocab = "llama-spm", .n_embd = 64,
+                                .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 128, .n_ctx = 2048, .note = "test size"};
+    const SynthShape tiny_qwen35{.name = "tiny-qwen35", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 128,
+                                 .n_layer = 4, .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_ff = 256, .rope_base = 1e7,
+                                 .tied_embeddings = true, .ssm_state = 32, .ssm_groups = 2, .ssm_heads = 4, .n_rot = 16,
+                                 .note = "test size"};
+    // Real shapes.
+    const SynthShape llama3_8b{.name = "llama3-8b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 4096,
+                               .n_layer = 32, .n_head = 32, .n_head_kv = 8, .n_ff = 14336, .n_ctx = 8192,
+                               .rope_base = 500000, .note = "Llama 3 8B"};
+    const SynthShape qwen35_9b{.name = "qwen35-9b", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 4096,
+                               .n_layer = 32, .n_head = 16, .n_head_kv = 4, .head_dim = 256, .n_ff = 12288,
+                               .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128, .ssm_groups = 16, .ssm_heads = 32,
+                               .n_rot = 64,
+                               .note = "a Qwen3.5-style hybrid of about 9B: 3 gated delta-net layers to 1 attention layer"};
+    return std::vector<SynthShape>{
+        tiny_llama,
+        {.name = "tiny-qwen3", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
+         .n_head_kv = 2, .head_dim = 32, .n_ff = 192, .rope_base = 1e6, .tied_embeddings = true, .note = "test size"},
+        {.name = "tiny-qwen3moe", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 64, .n_layer = 2, .n_head = 4,
+         .n_head_kv = 2, .head_dim = 32, .rope_base = 1e6, .n_expert = 8, .n_expert_used = 2, .n_ff_expert = 64,
+         .note = "test size"},
+        {.name = "tiny-qwen3-reranker", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 64, .n_layer = 2,
+         .n_head = 4, .n_head_kv = 2, .head_dim = 32, .n_ff = 192, .rope_base = 1e6, .tied_embeddings = true,
+         .n_cls_out = 1, .note = "test size, a reranker"},
+        tiny_qwen35,
+        with_mtp_layer(tiny_qwen35, "tiny-qwen35-mtp", "test size, tiny-qwen35 with its MTP layer"),
+        mtp_head_of(tiny_qwen35, "tiny-qwen35-mtp-head",
+                    "test size, tiny-qwen35's MTP layer alone: drafts for tiny-qwen35 and tiny-qwen35-mtp"),
+        drafter_of(tiny_llama, {.name = "tiny-llama-dflash", .n_layer = 1, .n_head = 4, .n_head_kv = 2, .n_ff = 128,
+                                .drafter = "dflash", .target_layers = {0, 1}, .block_size = 4,
+                                .note = "test size, a DFlash drafter for tiny-llama"}),
+        drafter_of(tiny_llama, {.name = "tiny-llama-eagle3", .n_layer = 1, .n_head = 4, .n_head_kv = 2, .n_ff = 128,
+                                .drafter = "eagle3", .target_layers = {0, 1, 1}, .draft_vocab = 1000,
+                                .note = "test size, an EAGLE-3 drafter for tiny-llama with a head over 1000 tokens"}),
+        drafter_of(tiny_qwen35, {.name = "tiny-qwen35-dflash", .n_layer = 1, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+                                 .n_ff = 256, .rope_base = 1e7, .drafter = "dflash", .target_layers = {1, 2, 3},
+                                 .block_size = 8, .note = "test size, a DFlash drafter for tiny-qwen35"}),
+        llama3_8b,
+        {.name = "llama3.2-1b", .architecture = "llama", .vocab = "llama-bpe", .n_embd = 2048, .n_layer = 16,
+         .n_head = 32, .n_head_kv = 8, .n_ff = 8192, .n_ctx = 8192, .rope_base = 500000, .tied_embeddings = true,
+         .note = "Llama 3.2 1B: Llama 3 8B's vocabulary, so it drafts for it"},
+        // The DFlash drafters have z-lab's layout: 5 layers reading the outputs of target blocks
+        // round(1 + j * (L - 4) / 4), j < 5, which are the inputs of the blocks one further.
+        drafter_of(llama3_8b, {.name = "llama3-8b-dflash", .n_layer = 5, .n_head = 32, .n_head_kv = 8, .head_dim = 128,
+                               .n_ff = 14336, .rope_base = 500000, .drafter = "dflash",
+                               .target_layers = {2, 9, 16, 23, 30}, .block_size = 16,
+                               .note = "a DFlash drafter for Llama 3 8B (z-lab's layout: 5 layers, blocks of 16)"}),
+        drafter_of(llama3_8b, {.name = "llama3-8b-eagle3", .n_layer = 1, .n_head = 32, .n_head_kv = 8, .n_ff = 14336,
+                               .rope_base = 500000, .drafter = "eagle3", .target_layers = {2, 16, 29},
+                               .draft_vocab = 32000,
+                               .note = "the shape of Llama 3.1 8B's EAGLE-3 drafter (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)"}),
+        {.name = "qwen3-8b", .architecture = "qwen3", .vocab = "qwen2", .n_embd = 4096, .n_layer = 36, .n_head = 32,
+         .n_head_kv = 8, .head_dim = 128, .n_ff = 12288, .n_ctx = 40960, .rope_base = 1e6, .note = "Qwen3 8B"},
+        {.name = "qwen3-30b-a3b", .architecture = "qwen3moe", .vocab = "qwen2", .n_embd = 2048, .n_layer = 48,
+         .n_head = 32, .n_head_kv = 4, .head_dim = 128, .n_ctx = 40960, .rope_base = 1e6, .n_expert = 128,
+         .n_expert_used = 8, .n_ff_expert = 768, .note = "Qwen3 30B-A3B (MoE, 128 experts, 8 used)"},
+        qwen35_9b,
+        with_mtp_layer(qwen35_9b, "qwen35-9b-mtp", "qwen35-9b with one MTP layer, as Qwen3.5 ships"),
+        mtp_head_of(qwen35_9b, "qwen35-9b-mtp-head", "qwen35-9b's MTP layer alone, as convert_hf_to_gguf.py --mtp writes it"),
+        drafter_of(qwen35_9b, {.name = "qwen35-9b-dflash", .n_layer = 5, .n_head = 32, .n_head_kv = 8, .head_dim = 128,
+                               .n_ff = 12288, .rope_base = 1e7, .drafter = "dflash", .target_layers = {2, 9, 16, 23, 30},
+                               .block_size = 16, .note = "a DFlash drafter for qwen35-9b (5 Qwen3-style layers, blocks of 16)"}),
+        {.name = "qwen35-2b", .architecture = "qwen35", .vocab = "qwen35", .n_embd = 2048, .n_layer = 24, .n_head = 8,
+         .n_head_kv = 2, .head_dim = 256, .n_ff = 6144, .n_ctx = 32768, .rope_base = 1e7, .ssm_state = 128,
+         .ssm_groups = 16, .ssm_heads = 16, .n_rot = 64,
+         .note = "a smaller Qwen3.5-style hybrid: 16 delta-net heads (qwen35-9b has 32)"},
+    };
+  }();
   return shapes;
 }
 
@@ -223,6 +279,7 @@ const SynthShape* find_synth_shape(const std::string& name) {
 int64_t synth_parameter_count(const SynthShape& shape, int64_t n_vocab) {
   int64_t n = 0;
   for (const auto& t : tensor_specs(shape, n_vocab)) {
+    if (t.fill == Fill::kTokenIds) continue;
     int64_t e = 1;
     for (int64_t d : t.ne) e *= d;
     n += e;
@@ -233,6 +290,7 @@ int64_t synth_parameter_count(const SynthShape& shape, int64_t n_vocab) {
 void write_synth_model(const SynthShape& shape, const SynthOptions& options, const std::string& out,
                        const std::function<void(uint64_t, uint64_t)>& progress) {
   const ggml_type wtype = weight_type(options.type);
+  check_speculative_fields(shape);
   const std::string vocab_path = options.vocab_dir + "/ggml-vocab-" + shape.vocab + ".gguf";
   gguf_init_params vp{/*no_alloc=*/true, /*ctx=*/nullptr};
   std::unique_ptr<gguf_context, GgufDeleter> vocab(gguf_init_from_file(vocab_path.c_str(), vp));
@@ -250,6 +308,9 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
     const int32_t* types = static_cast<const int32_t*>(gguf_get_arr_data(vocab.get(), types_id));
     for (int64_t i = 0; i < n_vocab; ++i) silent[static_cast<size_t>(i)] = types[i] == 6;  // LLAMA_TOKEN_TYPE_BYTE
   }
+  if (shape.draft_vocab > n_vocab)
+    throw Error(shape.name + ": a draft vocabulary of " + std::to_string(shape.draft_vocab) + " tokens is larger than " +
+                vocab_path + "'s " + std::to_string(n_vocab));
 
   std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_empty());
   const std::string& a = shape.architecture;
@@ -264,11 +325,11 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
                      "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
                      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
   }
-  const int64_t hd = shape.head_dim > 0 ? shape.head_dim : shape.n_embd / shape.n_head;
+  const int64_t hd = head_dim_of(shape);
   auto u32 = [&](const std::string& key, int64_t v) { gguf_set_val_u32(g.get(), (a + "." + key).c_str(), static_cast<uint32_t>(v)); };
   u32("context_length", shape.n_ctx);
   u32("embedding_length", shape.n_embd);
-  u32("block_count", shape.n_layer);
+  u32("block_count", shape.n_layer + shape.nextn);
   u32("feed_forward_length", shape.n_ff);
   u32("attention.head_count", shape.n_head);
   u32("attention.head_count_kv", shape.n_head_kv);
@@ -290,6 +351,8 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
     for (const auto& l : labels) label_ptrs.push_back(l.c_str());
     gguf_set_arr_str(g.get(), (a + ".classifier.output_labels").c_str(), label_ptrs.data(), label_ptrs.size());
   }
+  if (shape.nextn > 0) u32("nextn_predict_layers", shape.nextn);
+  set_drafter_keys(g.get(), shape, vocab.get(), vocab_path);
   if (shape.architecture == "qwen35") {
     u32("ssm.conv_kernel", shape.ssm_conv);
     u32("ssm.state_size", shape.ssm_state);
@@ -306,7 +369,7 @@ void write_synth_model(const SynthShape& shape, const SynthOptions& options, con
   ggml_init_params ip{ggml_tensor_overhead() * (specs.size() + 1), nullptr, /*no_alloc=*/true};
   std::unique_ptr<ggml_context, GgmlDeleter> meta(ggml_init(ip));
   for (const auto& s : specs) {
-    ggml_type t = s.keep_f32 ? GGML_TYPE_F32 : wtype;
+    ggml_type t = s.fill == Fill::kTokenIds ? GGML_TYPE_I64 : s.keep_f32 ? GGML_TYPE_F32 : wtype;
     if (ggml_blck_size(t) > 1 && s.ne[0] % ggml_blck_size(t) != 0) t = GGML_TYPE_F16;
     ggml_tensor* x = ggml_new_tensor(meta.get(), t, static_cast<int>(s.ne.size()), s.ne.data());
     ggml_set_name(x, s.name.c_str());

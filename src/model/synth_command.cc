@@ -31,6 +31,14 @@ std::vector<CliOption> synth_table(SynthArgs& a) {
   };
 }
 
+// What a shape's file holds and, for a drafter, the shape it drafts for.
+std::string describe(const SynthShape& sh) {
+  std::string layers = std::to_string(sh.n_layer) + (sh.n_layer == 1 ? " layer" : " layers");
+  if (sh.nextn > 0) layers = sh.drafter == "mtp-head" ? "MTP layer alone" : layers + " + " + std::to_string(sh.nextn) + " MTP";
+  return sh.architecture + ", " + layers + ", " + std::to_string(sh.n_embd) + " wide, " +
+         (sh.target.empty() ? "vocabulary " + sh.vocab : "drafts for " + sh.target);
+}
+
 }  // namespace
 
 std::string synth_usage() {
@@ -40,8 +48,7 @@ std::string synth_usage() {
                   "tokenizer. It loads and runs in the engine: speeds are real, text is noise.\n\n"
                   "options:\n" + format_options(synth_table(a)) + "\nshapes:\n";
   for (const auto& sh : synth_shapes())
-    s += "  " + sh.name + std::string(sh.name.size() < 16 ? 16 - sh.name.size() : 1, ' ') + sh.architecture + ", " +
-         std::to_string(sh.n_layer) + " layers, " + std::to_string(sh.n_embd) + " wide, vocabulary " + sh.vocab + "\n";
+    s += "  " + sh.name + std::string(sh.name.size() < 22 ? 22 - sh.name.size() : 1, ' ') + describe(sh) + "\n";
   return s;
 }
 
