@@ -2,7 +2,7 @@
 # Fills .carry/ (ignored by git) with what a GPU machine without a package registry needs to build
 # and measure 1bit with CUDA: the engine's verified, patched source (scripts/engine.sh
 # --export-source), nlohmann/json's headers and CMake files, and the vocabularies `1bit synth`
-# needs for llama3-8b and qwen35-9b (the models dev/gpu_measure.sh measures). Prints the build
+# needs for llama3-8b and qwen35-9b (the models dev/gpu_measure.sh measures) and tiny-llama. Prints the build
 # command for that machine. Run it on a machine with a registry; copy .carry/ along with the
 # checkout.
 #
@@ -27,7 +27,7 @@ done
 
 # Compressed: what is copied to the GPU machine must stay under 64 MiB.
 vocab_dir=$("$root/scripts/engine.sh")/src/models
-tar -C "$vocab_dir" -cJf "$carry/vocab.tar.xz" ggml-vocab-llama-bpe.gguf ggml-vocab-qwen35.gguf
+tar -C "$vocab_dir" -cJf "$carry/vocab.tar.xz" ggml-vocab-llama-bpe.gguf ggml-vocab-qwen35.gguf ggml-vocab-llama-spm.gguf
 
 echo "gpu_carry: $(du -sh "$carry" | cut -f1) in .carry; on the GPU machine (copy .carry, or the parts"
 echo "  a command needs: what is copied must stay under 64 MiB):"

@@ -57,6 +57,16 @@
 #   dev/gpu_measure.sh confirm [llama|hybrid] [GOAL]
 #                                    1bit bench of the recipes that goal's search stored (default
 #                                    chat) against --no-recipes, in one run
+#   dev/gpu_measure.sh spec-kinds [llama|hybrid] [tiny]
+#                                    the step cost of every drafter kind at draft lengths 2, 4, 7
+#                                    and 16 (dflash: 15), each through 1bit serve's own option in
+#                                    one bench run with the plain target first: on Llama 3 8B Q4_0
+#                                    a 1B draft model, eagle3 and dflash drafters (random weights:
+#                                    every draft rejected) and the target drafting for itself
+#                                    (every draft accepted), n-gram speculation, and the 1B's own
+#                                    plain decode; on the 9B hybrid its MTP layer, the layer as a
+#                                    separate head and a dflash drafter. `tiny`: the test-size
+#                                    shapes, to check the stage on any machine
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
@@ -65,7 +75,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|decode"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|decode"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -302,6 +312,49 @@ case $stage in
       --json "$out/spec.json" >"$out/spec.txt" 2>"$out/spec.err" || true
     cat "$out/spec.txt"
     tail -n 2 "$out/spec.err"
+    ;;
+  spec-kinds)
+    which=${2:-llama} size=${3:-real}
+    case $which-$size in llama-real | hybrid-real | llama-tiny | hybrid-tiny) ;;
+      *) echo "usage: gpu_measure.sh spec-kinds [llama|hybrid] [tiny]" >&2; exit 2 ;; esac
+    t=/tmp/onebit-tiny
+    if [ "$which" = llama ]; then
+      if [ "$size" = tiny ]; then
+        target=$t-llama.gguf eagle3=$t-llama-eagle3.gguf dflash=$t-llama-dflash.gguf draft=$target
+        synth_models tiny-llama:$target tiny-llama-eagle3:$eagle3 tiny-llama-dflash:$dflash
+      else
+        target=$llama eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+        synth_models llama3-8b:$target llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
+      fi
+      configs=(--config plain=)
+      for n in 2 4 7 16; do
+        configs+=(--config "draft-$n=--draft $draft --draft-max $n" --config "itself-$n=--draft $target --draft-max $n"
+                  --config "eagle3-$n=--eagle3 $eagle3 --draft-max $n" --config "dflash-$n=--dflash $dflash --draft-max $((n < 16 ? n : 15))")
+      done
+      configs+=(--config "ngram=-- --spec-type ngram-mod")
+    else
+      if [ "$size" = tiny ]; then
+        target=$t-qwen35-mtp.gguf head=$t-qwen35-mtp-head.gguf dflash=$t-qwen35-dflash.gguf
+        synth_models tiny-qwen35-mtp:$target tiny-qwen35-mtp-head:$head tiny-qwen35-dflash:$dflash
+      else
+        target=/tmp/qwen35-9b-mtp-q4_0.gguf head=/tmp/qwen35-9b-mtp-head-q4_0.gguf dflash=/tmp/qwen35-9b-dflash-q4_0.gguf
+        synth_models qwen35-9b-mtp:$target qwen35-9b-mtp-head:$head qwen35-9b-dflash:$dflash
+      fi
+      configs=(--config plain=)
+      for n in 2 4 7 16; do
+        configs+=(--config "mtp-$n=--mtp --draft-max $n" --config "head-$n=--mtp $head --draft-max $n"
+                  --config "dflash-$n=--dflash $dflash --draft-max $((n < 16 ? n : 15))")
+      done
+    fi
+    spec_opts=(--rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64)
+    "$bin/1bit" bench -m "$target" "${configs[@]}" "${spec_opts[@]}" --json "$out/spec-$which.json" \
+      >"$out/spec-$which.txt" 2>"$out/spec-$which.err" || true
+    # What a draft model's step is held against: its own plain decode step.
+    [ "$which" = llama ] && { "$bin/1bit" bench -m "$draft" --config plain= "${spec_opts[@]}" \
+      --json "$out/spec-draft-plain.json" >"$out/spec-draft-plain.txt" 2>"$out/spec-draft-plain.err" || true; }
+    cat "$out/spec-$which.txt"
+    [ "$which" = llama ] && cat "$out/spec-draft-plain.txt"
+    tail -n 2 "$out/spec-$which.err"
     ;;
   decode)
     synth_models llama3-8b:$llama
