@@ -10,6 +10,7 @@
 #include "bench/bench_command.h"
 #include "lemonade/lemonade_command.h"
 #include "model/facts_command.h"
+#include "model/rotate_command.h"
 #include "model/synth_command.h"
 #include "recipes/recipes_command.h"
 #include "recipes/tune_command.h"
@@ -30,6 +31,7 @@ const Command kCommands[] = {
     {"serve", onebit::run_serve, "serve one model behind an OpenAI-compatible API"},
     {"facts", onebit::run_facts, "print a GGUF's facts and which recipes would apply"},
     {"synth", onebit::run_synth, "write a random-weight model of a known shape"},
+    {"rotate", onebit::run_rotate, "write a Hadamard-rotated Q4_0 file (H32) from an F32/F16/BF16/Q8_0 one"},
     {"bench", onebit::run_bench_command, "measure serve configurations A/B in one run"},
     {"tune", onebit::run_tune_command, "search the fastest settings for a model here; winners become recipes"},
     {"recipes", onebit::run_recipes, "list the recipes of every layer, show one, remove one from the user store"},

@@ -99,7 +99,7 @@ TEST(SynthCommand, BadInput) {
 TEST(Dispatcher, HelpAndVersion) {
   RunResult help = run({onebit_binary(), "--help"});
   EXPECT_EQ(help.code, 0);
-  for (const char* s : {"serve", "facts", "synth", "bench", "tune", "recipes", "lemonade", "1bit help COMMAND", "ONEBIT_API_KEY"})
+  for (const char* s : {"serve", "facts", "synth", "rotate", "bench", "tune", "recipes", "lemonade", "1bit help COMMAND", "ONEBIT_API_KEY"})
     EXPECT_NE(help.out.find(s), std::string::npos) << s;
   // The list only: each command's options are in its own help.
   EXPECT_EQ(help.out.find("--long-from"), std::string::npos);

@@ -84,12 +84,11 @@ TEST_F(ServeTest, DryRunPrintsTheExactCommand) {
 // Recipe cases through the binary: stderr lines and the printed command.
 TEST_F(ServeTest, RecipesRoute) {
   write_file(dir_.file("recipes.json"), R"({"recipes": [
-    {"id": "h32-moe", "match": {"moe": true, "hadamard_q4_0": true}, "args": ["-ub", "1024"],
+    {"id": "moe-plain", "match": {"moe": true, "hadamard_q4_0": false}, "args": ["-ub", "1024"],
      "env": {"ONEBIT_TEST_ENV": "on"}, "measured": "test"},
     {"id": "with-draft", "match": {"drafter": ["draft"]}, "args": ["--spec-draft-n-max", "6"], "measured": "test"}]})");
   std::string moe = dir_.file("moe.gguf"), dense = model_, draft = dir_.file("draft.gguf");
-  write_gguf(moe, {{"general.architecture", std::string("qwen3moe")}, {"qwen3moe.expert_count", uint32_t{8}},
-                   {"onebit.hadamard_q4_0", uint32_t{32}}});
+  write_gguf(moe, {{"general.architecture", std::string("qwen3moe")}, {"qwen3moe.expert_count", uint32_t{8}}});
   write_gguf(draft, {{"general.architecture", std::string("llama")}});
   auto dry = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = {"--dry-run", "--device", "cpu", "--recipes", dir_.file("recipes.json")};
@@ -99,7 +98,7 @@ TEST_F(ServeTest, RecipesRoute) {
 
   RunResult r = dry({"-m", moe});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.err, "1bit serve: recipe h32-moe: -ub 1024 ONEBIT_TEST_ENV=on\n");
+  EXPECT_EQ(r.err, "1bit serve: recipe moe-plain: -ub 1024 ONEBIT_TEST_ENV=on\n");
   EXPECT_EQ(r.out.rfind("ONEBIT_TEST_ENV=on " + fake_backend_binary(), 0), 0u) << r.out;
   EXPECT_NE(r.out.find(" --jinja -ub 1024\n"), std::string::npos) << r.out;
 
@@ -119,7 +118,7 @@ TEST_F(ServeTest, RecipesRoute) {
 
   // The user's value wins, also under an alias and through the engine's env variable.
   r = dry({"-m", moe, "--", "--ubatch-size", "64"});
-  EXPECT_EQ(r.err, "1bit serve: recipe h32-moe: ONEBIT_TEST_ENV=on\n");
+  EXPECT_EQ(r.err, "1bit serve: recipe moe-plain: ONEBIT_TEST_ENV=on\n");
   EXPECT_NE(r.out.find("--ubatch-size 64\n"), std::string::npos) << r.out;
   RunResult env = run(serve_args({"--dry-run", "--recipes", dir_.file("recipes.json"), "-m", moe}),
                       fake_env({{"LLAMA_ARG_UBATCH", "32"}, {"ONEBIT_TEST_ENV", "off"}}));
@@ -134,7 +133,7 @@ TEST_F(ServeTest, RecipesRoute) {
   EXPECT_EQ(argv[argv.size() - 2], "-ub");
   EXPECT_EQ(argv.back(), "1024");
   EXPECT_EQ(rec["env"]["ONEBIT_TEST_ENV"], "on");
-  EXPECT_NE(p->err().find("1bit serve: recipe h32-moe: -ub 1024 ONEBIT_TEST_ENV=on\n"), std::string::npos);
+  EXPECT_NE(p->err().find("1bit serve: recipe moe-plain: -ub 1024 ONEBIT_TEST_ENV=on\n"), std::string::npos);
 }
 
 // A recipe with a gpu condition applies only on the GPU model the engine lists first.
@@ -182,6 +181,7 @@ TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
   write_file(dir_.file("short.gguf"), "GGUF\x03");
   write_file(dir_.file("bad.json"), R"({"recipes": [{"id": "x", "args": ["-ub", "1"]}]})");
   write_gguf(dir_.file("plain.gguf"), {{"general.architecture", std::string("llama")}});
+  write_gguf(dir_.file("h32.gguf"), {{"general.architecture", std::string("llama")}, {"onebit.hadamard_q4_0", uint32_t{32}}});
   write_gguf(dir_.file("e3.gguf"), {{"general.architecture", std::string("eagle3")},
                                     {"eagle3.target_layers", std::vector<int32_t>{1, 2}}});
   struct Case {
@@ -207,6 +207,9 @@ TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
       {{"-m", model_, "--recipes", dir_.file("none.json")}, dir_.file("none.json") + ": cannot read the recipes file"},
       {{"-m", model_, "--", "--port", "1"}, "--port after \"--\": serve sets it for the engine; use 1bit serve --port"},
       {{"-m", model_, "--bogus"}, "unknown option --bogus"},
+      {{"-m", dir_.file("h32.gguf")},
+       dir_.file("h32.gguf") + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which this engine build cannot run: it "
+                               "does not rotate the activations, so every product would be wrong"},
   };
   for (const Case& c : cases) {
     for (bool dry : {false, true}) {

@@ -79,6 +79,11 @@ std::map<std::string, std::string> current_environment() {
 LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   const ServeOptions& o = *in.options;
   const std::vector<std::string>& user = o.engine_args;
+  // A rotated file's weights only mean something to a runtime that rotates the activations too.
+  for (const ModelFacts* f : {in.model, in.drafter})
+    if (f != nullptr && f->hadamard_q4_0)
+      throw Error(f->path + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which this engine build cannot "
+                  "run: it does not rotate the activations, so every product would be wrong");
   LaunchPlan plan;
   plan.program = in.program;
   // What serve owns stays serve's: not after "--", and not through the engine's environment

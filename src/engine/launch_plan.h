@@ -45,7 +45,8 @@ struct LaunchPlan {
   std::vector<std::string> recipe_lines(const std::string& who = "1bit serve") const;
 };
 
-// Throws Error when the arguments after "--" collide with what serve owns (-m, --host, --port,
+// Throws Error for a Hadamard-rotated model or drafter (the engine has no runtime for them), and
+// when the arguments after "--" collide with what serve owns (-m, --host, --port,
 // --api-key, --api-prefix, TLS) or repeat a serve option. The engine variables for those
 // options are removed from the child's environment.
 LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine);

@@ -1,0 +1,158 @@
+#include "model/rotate.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "ggml.h"
+#include "gguf.h"
+#include "model/gguf_facts.h"
+#include "model/synth.h"
+#include "test_support.h"
+
+namespace onebit {
+namespace {
+
+using testing::error_of;
+using testing::TempDir;
+
+// A GGUF read whole, its tensors' data in memory.
+struct Loaded {
+  gguf_context* g = nullptr;
+  ggml_context* data = nullptr;
+  explicit Loaded(const std::string& path) { g = gguf_init_from_file(path.c_str(), {/*no_alloc=*/false, &data}); }
+  ~Loaded() {
+    gguf_free(g);
+    ggml_free(data);
+  }
+  const ggml_tensor* tensor(const char* name) const { return ggml_get_tensor(data, name); }
+  // Row r of a 2-D tensor as floats.
+  std::vector<float> row(const char* name, int64_t r) const {
+    const ggml_tensor* t = tensor(name);
+    std::vector<float> out(static_cast<size_t>(t->ne[0]));
+    const char* p = static_cast<const char*>(t->data) + r * t->nb[1];
+    if (t->type == GGML_TYPE_F32) std::memcpy(out.data(), p, out.size() * sizeof(float));
+    else ggml_get_type_traits(t->type)->to_float(p, out.data(), t->ne[0]);
+    return out;
+  }
+};
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+std::string synth(const TempDir& dir, const std::string& name, const std::string& type) {
+  SynthOptions o;
+  o.vocab_dir = testing::vocab_dir();
+  o.type = type;
+  const std::string path = dir.file(name);
+  write_synth_model(*find_synth_shape("tiny-llama"), o, path);
+  return path;
+}
+
+}  // namespace
+
+TEST(Rotate, HadamardIsOrthonormalAndItsOwnInverse) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(32), y;
+  for (auto& v : x) v = normal(rng);
+  y = x;
+  hadamard32(y.data());
+  EXPECT_NEAR(dot(y, y), dot(x, x), 1e-3);
+  hadamard32(y.data());
+  for (int i = 0; i < 32; ++i) EXPECT_NEAR(y[i], x[i], 1e-5);
+  // The first row of H is all 1/sqrt(32): a block of ones goes to sqrt(32) e0.
+  std::vector<float> ones(32, 1.0f);
+  hadamard32(ones.data());
+  EXPECT_NEAR(ones[0], std::sqrt(32.0f), 1e-5);
+  EXPECT_NEAR(ones[5], 0.0f, 1e-6);
+}
+
+TEST(Rotate, WhichTensorsRotate) {
+  for (const char* n : {"blk.0.attn_q.weight", "blk.3.attn_qkv.weight", "blk.1.attn_output.weight", "blk.2.ffn_down.weight",
+                        "blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_shexp.weight", "blk.4.ssm_out.weight", "blk.4.attn_gate.weight"})
+    EXPECT_TRUE(is_rotated_weight(n)) << n;
+  for (const char* n : {"token_embd.weight", "output.weight", "output_norm.weight", "blk.0.attn_norm.weight",
+                        "blk.0.ffn_gate_inp.weight", "blk.0.attn_q_norm.weight", "blk.0.ssm_conv1d.weight"})
+    EXPECT_FALSE(is_rotated_weight(n)) << n;
+}
+
+// W'·(H x) is W·x up to Q4_0's rounding, block by block; W'·x, the rotation forgotten, is not.
+TEST(Rotate, ARotatedWeightTimesARotatedActivationIsTheProduct) {
+  TempDir dir;
+  const std::string src = synth(dir, "src.gguf", "f16");
+  RotateSummary s = rotate_model(src, dir.file("rot.gguf"), {});
+  rotate_model(src, dir.file("plain.gguf"), {/*plain=*/true});
+  EXPECT_EQ(s.rotated, 14);  // 2 layers x (q, k, v, output, gate, up, down)
+  EXPECT_EQ(s.kept, 7);
+  EXPECT_EQ(s.bytes, std::filesystem::file_size(dir.file("rot.gguf")));
+  EXPECT_TRUE(read_model_facts(dir.file("rot.gguf")).hadamard_q4_0);
+  EXPECT_FALSE(read_model_facts(dir.file("plain.gguf")).hadamard_q4_0);
+  EXPECT_EQ(file_type_name(*read_model_facts(dir.file("rot.gguf")).file_type), "Q4_0");
+
+  Loaded a(src), rot(dir.file("rot.gguf")), plain(dir.file("plain.gguf"));
+  ASSERT_NE(a.g, nullptr);
+  ASSERT_NE(rot.g, nullptr);
+  EXPECT_EQ(rot.tensor("blk.1.ffn_down.weight")->type, GGML_TYPE_Q4_0);
+  // Every other tensor is the source's, byte for byte.
+  for (const char* kept : {"token_embd.weight", "output_norm.weight", "blk.0.attn_norm.weight"}) {
+    const ggml_tensor *x = a.tensor(kept), *y = rot.tensor(kept);
+    ASSERT_EQ(x->type, y->type) << kept;
+    ASSERT_EQ(ggml_nbytes(x), ggml_nbytes(y)) << kept;
+    EXPECT_EQ(std::memcmp(x->data, y->data, ggml_nbytes(x)), 0) << kept;
+  }
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  const char* w = "blk.1.ffn_down.weight";
+  const int64_t n = a.tensor(w)->ne[0];
+  double err_rot = 0, err_plain = 0, err_forgot = 0, norm = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<float> x(static_cast<size_t>(n)), hx;
+    for (auto& v : x) v = normal(rng);
+    hx = x;
+    for (int64_t b = 0; b < n; b += 32) hadamard32(hx.data() + b);
+    for (int64_t r = 0; r < a.tensor(w)->ne[1]; ++r) {
+      const double ref = dot(a.row(w, r), x);
+      err_rot += std::pow(dot(rot.row(w, r), hx) - ref, 2);
+      err_plain += std::pow(dot(plain.row(w, r), x) - ref, 2);
+      err_forgot += std::pow(dot(rot.row(w, r), x) - ref, 2);
+      norm += ref * ref;
+    }
+  }
+  const double rel_rot = std::sqrt(err_rot / norm), rel_plain = std::sqrt(err_plain / norm), rel_forgot = std::sqrt(err_forgot / norm);
+  EXPECT_LT(rel_rot, 0.2) << "rotated " << rel_rot << ", plain " << rel_plain;
+  EXPECT_LT(rel_plain, 0.2);
+  EXPECT_GT(rel_forgot, 0.8) << "without the activations' rotation the product is noise";
+}
+
+TEST(Rotate, BadInputsGetOneLineAndLeaveNothing) {
+  TempDir dir;
+  const std::string src = synth(dir, "src.gguf", "f16");
+  rotate_model(src, dir.file("rot.gguf"), {});
+  const std::string q4 = synth(dir, "q4.gguf", "q4_0");
+  EXPECT_EQ(error_of([&] { rotate_model(dir.file("rot.gguf"), dir.file("again.gguf"), {}); }),
+            dir.file("rot.gguf") + ": is already rotated (onebit.hadamard_q4_0 = 32)");
+  EXPECT_EQ(error_of([&] { rotate_model(q4, dir.file("x.gguf"), {}); }),
+            q4 + ": tensor blk.0.attn_q.weight is q4_0; rotating weights already rounded to few bits adds their error: "
+                 "rotate from an F32, F16, BF16 or Q8_0 file");
+  EXPECT_EQ(error_of([&] { rotate_model(src, src, {}); }), src + ": is the source; write the rotated file elsewhere");
+  EXPECT_EQ(error_of([&] { rotate_model(src, dir.file("no/such/dir/x.gguf"), {}); }),
+            dir.file("no/such/dir/x.gguf.part") + ": cannot write: No such file or directory");
+  // Cut short: the header reads, the data does not.
+  std::filesystem::copy_file(src, dir.file("cut.gguf"));
+  std::filesystem::resize_file(dir.file("cut.gguf"), std::filesystem::file_size(src) / 2);
+  EXPECT_NE(error_of([&] { rotate_model(dir.file("cut.gguf"), dir.file("x.gguf"), {}); }), "");
+  for (const char* left : {"again.gguf", "x.gguf", "x.gguf.part", "again.gguf.part"})
+    EXPECT_FALSE(std::filesystem::exists(dir.file(left))) << left;
+}
+
+}  // namespace onebit
