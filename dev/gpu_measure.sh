@@ -66,7 +66,8 @@
 #                                    (every draft accepted), n-gram speculation, and the 1B's own
 #                                    plain decode; on the 9B hybrid its MTP layer, the layer as a
 #                                    separate head and a dflash drafter. `tiny`: the test-size
-#                                    shapes, to check the stage on any machine
+#                                    shapes, to check the stage on any machine (their dflash blocks
+#                                    are 4 and 8 tokens: the engine drafts at most 3 and 7 there)
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
@@ -135,10 +136,12 @@ case $stage in
     shift
     [ $# -gt 0 ] || { echo "usage: gpu_measure.sh queue \"STAGE [ARGS]\"..." >&2; exit 2; }
     q=/tmp/onebit-queue
+    if [ -f $q/stages ] && [ ! -f $q/done ]; then echo "queue: a queue is still running here (wait-queue)" >&2; exit 1; fi
     rm -rf $q && mkdir -p $q/out
     printf '%s\n' "$@" >$q/stages
-    # Each stage's own OUT: this command's $OUT may be emptied before the next command.
-    OUT=$q/out setsid nohup bash -c "while read -r s; do echo \"== \$s\" >>$q/log; \"$root/dev/gpu_measure.sh\" \$s >>$q/log 2>&1; echo \"== \$s: exit \$?\" >>$q/log; done <$q/stages; touch $q/done" \
+    # Each stage's own OUT: this command's $OUT may be emptied before the next command. The list
+    # is read on its own descriptor, so that no stage can read the rest of it as its input.
+    OUT=$q/out setsid nohup bash -c "while read -r s <&3; do echo \"== \$s\" >>$q/log; \"$root/dev/gpu_measure.sh\" \$s >>$q/log 2>&1 </dev/null; echo \"== \$s: exit \$?\" >>$q/log; done 3<$q/stages; touch $q/done" \
       >/dev/null 2>&1 &
     echo "queued $# stages"
     ;;
@@ -146,16 +149,19 @@ case $stage in
     q=/tmp/onebit-queue
     [ -f $q/stages ] || { echo "wait-queue: no queue ran on this machine" >&2; exit 1; }
     end=$((SECONDS + ${2:-540})) packed=-1
+    # A stage still running may write while tar reads (its exit 1): the archive is kept anyway.
+    pack() {
+      cp $q/log $q/out/queue.log 2>/dev/null || true
+      tar --warning=no-file-changed -C $q/out -cJf "$out/queue.tar.xz.part" . || [ $? -eq 1 ]
+      mv "$out/queue.tar.xz.part" "$out/queue.tar.xz"
+    }
     while :; do
       ended=$(grep -c '^== .*: exit ' $q/log 2>/dev/null || true)
-      if [ "$ended" != "$packed" ]; then
-        cp $q/log $q/out/queue.log 2>/dev/null || true
-        tar -C $q/out -cJf "$out/queue.tar.xz.part" . && mv "$out/queue.tar.xz.part" "$out/queue.tar.xz"
-        packed=$ended
-      fi
+      if [ "$ended" != "$packed" ] && pack; then packed=$ended; fi
       [ -f $q/done ] || [ $SECONDS -ge $end ] && break
       sleep 5
     done
+    pack  # what the last stage wrote between the count and the end
     grep -E '^== |^1bit tune: goal|^  [a-z-]+: (kept|took)|^  best:' $q/log | tail -n 40 || true
     [ -f $q/done ] && echo "queue: done" || echo "queue: still running"
     ;;

@@ -183,7 +183,8 @@ TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
   write_gguf(dir_.file("plain.gguf"), {{"general.architecture", std::string("llama")}});
   write_gguf(dir_.file("h32.gguf"), {{"general.architecture", std::string("llama")}, {"onebit.hadamard_q4_0", uint32_t{32}}});
   write_gguf(dir_.file("e3.gguf"), {{"general.architecture", std::string("eagle3")},
-                                    {"eagle3.target_layers", std::vector<int32_t>{1, 2}}});
+                                    {"eagle3.target_layers", std::vector<int32_t>{1, 2}},
+                                    {"eagle3.target_hidden_size", uint32_t{64}}});
   struct Case {
     std::vector<std::string> args;
     std::string expected;

@@ -57,6 +57,8 @@ void check_drafter_fits(const std::string& kind, const ModelFacts* drafter, cons
   const ModelFacts& d = *drafter;
   const std::string want = kind == "draft" ? "" : kind == "mtp" ? "mtp-head" : kind;
   if (d.drafter != want) {
+    if (d.drafter.empty() && kind == "mtp" && d.nextn_layers > 0)
+      throw Error(d.path + ": is a model with its own MTP layer, not a head alone; serve it with -m " + d.path + " --mtp");
     if (d.drafter.empty())
       throw Error(d.path + ": not " + kind_phrase(want) + " (architecture " + d.architecture +
                   "); a model drafts with --draft");
@@ -70,6 +72,7 @@ void check_drafter_fits(const std::string& kind, const ModelFacts* drafter, cons
     if (!d.mask_token)
       throw Error(d.path + ": has no tokenizer.ggml.mask_token_id, the token a dflash block starts from");
   } else if (kind == "eagle3") {
+    if (!d.target_hidden_size) throw Error(d.path + ": has no eagle3.target_hidden_size, the width of the target it reads");
     same_width(d, d.target_hidden_size, model, "reads a target");
     target_layers_exist(d, model, 3);
   } else if (kind == "mtp") {

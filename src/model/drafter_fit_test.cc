@@ -87,6 +87,12 @@ TEST(DrafterFit, MisfitsAreNamed) {
             "d.gguf: reads a target 5120 wide, and llama.gguf is 4096: a drafter must match its model's width");
 
   EXPECT_EQ(fit("mtp", drafter("mtp-head")), "d.gguf: is a qwen35 next-token layer, and llama.gguf is llama");
+  ModelFacts whole = drafter("");
+  whole.nextn_layers = 1;
+  EXPECT_EQ(fit("mtp", whole), "d.gguf: is a model with its own MTP layer, not a head alone; serve it with -m d.gguf --mtp");
+  ModelFacts unsized = drafter("eagle3");
+  unsized.target_hidden_size.reset();
+  EXPECT_EQ(fit("eagle3", unsized), "d.gguf: has no eagle3.target_hidden_size, the width of the target it reads");
   EXPECT_EQ(error_of([] { check_drafter_fits("mtp", nullptr, llama8b()); }),
             "llama.gguf: --mtp needs next-token (MTP) layers, and llama.nextn_predict_layers is absent or 0 (a head "
             "published apart: --mtp HEAD.gguf)");

@@ -98,14 +98,15 @@ class Metadata {
     return static_cast<uint64_t>(*v);
   }
 
-  // An array of integers no larger than `max` (any integer width); empty when absent.
+  // An array of 32-bit integers (signed or not), each no larger than `max`; empty when absent.
   std::vector<int64_t> integers(const std::string& key, uint64_t max) const {
     int64_t id = gguf_find_key(ctx_, key.c_str());
     if (id < 0) return {};
     gguf_type t = gguf_get_kv_type(ctx_, id);
     if (t != GGUF_TYPE_ARRAY) wrong_type(key, t, "an array of integers");
     const gguf_type at = gguf_get_arr_type(ctx_, id);
-    if (at != GGUF_TYPE_INT32 && at != GGUF_TYPE_UINT32) wrong_type(key, at, "an array of 32-bit integers");
+    if (at != GGUF_TYPE_INT32 && at != GGUF_TYPE_UINT32)
+      throw Error(label_ + ": metadata " + key + " is an array of " + gguf_type_name(at) + ", expected 32-bit integers");
     const size_t n = gguf_get_arr_n(ctx_, id);
     if (n > max) out_of_range(key, "absurdly long (" + std::to_string(n) + " entries)");
     std::vector<int64_t> out;

@@ -16,7 +16,7 @@ uint32_t mask_token_id(const gguf_context* vocab, const std::string& vocab_path)
   const int64_t tokens_id = gguf_find_key(vocab, "tokenizer.ggml.tokens");
   const int64_t types_id = gguf_find_key(vocab, "tokenizer.ggml.token_type");
   if (tokens_id >= 0 && types_id >= 0 && gguf_get_arr_type(vocab, types_id) == GGUF_TYPE_INT32 &&
-      gguf_get_arr_n(vocab, types_id) == gguf_get_arr_n(vocab, tokens_id)) {
+      gguf_get_arr_n(vocab, tokens_id) > 0 && gguf_get_arr_n(vocab, types_id) == gguf_get_arr_n(vocab, tokens_id)) {
     const auto last = static_cast<uint32_t>(gguf_get_arr_n(vocab, tokens_id) - 1);
     const int32_t type = static_cast<const int32_t*>(gguf_get_arr_data(vocab, types_id))[last];
     bool named = false;
@@ -27,7 +27,8 @@ uint32_t mask_token_id(const gguf_context* vocab, const std::string& vocab_path)
     }
     if (type >= 3 && type <= 5 && !named) return last;  // LLAMA_TOKEN_TYPE_CONTROL..UNUSED
   }
-  if (int64_t unknown_id = gguf_find_key(vocab, "tokenizer.ggml.unknown_token_id"); unknown_id >= 0)
+  if (int64_t unknown_id = gguf_find_key(vocab, "tokenizer.ggml.unknown_token_id");
+      unknown_id >= 0 && gguf_get_kv_type(vocab, unknown_id) == GGUF_TYPE_UINT32)
     return gguf_get_val_u32(vocab, unknown_id);
   throw Error(vocab_path + ": no token to be dflash's mask (no special last token, no unknown token)");
 }

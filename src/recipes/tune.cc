@@ -63,12 +63,13 @@ std::vector<double> round_medians(const BenchRecord& r, const std::string& confi
   return medians;
 }
 
-// Student's t for a two-sided 95% interval with `df` degrees of freedom.
+// Student's t for a two-sided 95% interval with `df` degrees of freedom (rounded up past 30).
 double t95(size_t df) {
-  static const double t[] = {12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23,
-                             2.20,  2.18, 2.16, 2.14, 2.13, 2.12, 2.11, 2.10, 2.09, 2.09};
+  static const double t[] = {12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13,
+                             2.12,  2.11, 2.10, 2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05, 2.05, 2.04};
   constexpr size_t n = sizeof(t) / sizeof(t[0]);
-  return df == 0 ? t[0] : df <= n ? t[df - 1] : 1.96;
+  if (df <= n) return t[df == 0 ? 0 : df - 1];
+  return df <= 60 ? 2.04 : df <= 120 ? 2.00 : 1.98;
 }
 
 // What the difference of two configurations' medians of a metric may be by chance, relative to
@@ -165,6 +166,9 @@ Comparison compare_configs(const BenchRecord& r, const std::string& base, const 
     if (mc.metric == "ttft") change = std::copysign(std::max(0.0, std::fabs(change) - kTtftDeadZoneMs), change);
     mc.gain = mc.base_median == 0 ? 0 : change / mc.base_median * (m.higher_is_better ? 1 : -1);
     mc.noise = difference_noise(r, base, candidate, m.name, mc.base_median);
+    // The dead zone takes as much off what chance may do as off the change itself.
+    if (mc.metric == "ttft" && mc.base_median > 0)
+      mc.noise = std::max(0.0, mc.noise * mc.base_median - kTtftDeadZoneMs) / mc.base_median;
     mc.weight = w == spec.weights.end() ? 0 : w->second;
     mc.counts = std::find(spec.free.begin(), spec.free.end(), m.name) == spec.free.end();
     c.gain += mc.weight * mc.gain;

@@ -9,7 +9,7 @@
 // per-round medians (a fresh serve moves speed by a few percent by itself: on the H200 an 8B's
 // decode ran from 272 to 305 tok/s over serves of one launch); in one round, half the larger
 // relative spread of their samples ((max - min) / median, from four values on without the lowest
-// and the highest). The goal's gain and noise are the weighted means over
+// and the highest); time to first token's noise, like its change, 5 ms less. The goal's gain and noise are the weighted means over
 // its metrics:
 //   chat      decode-code, decode-prose, decode-short, ttft (equal weights)
 //   prompt    prompt

@@ -92,8 +92,10 @@ std::vector<CliOption> launch_table(TuneCli& c) {
     const bool takes_value = !opt.value.empty();
     opt.set = [inner, name, takes_value, &c](const std::string& v) {
       inner(v);
-      c.launch.push_back(name);
-      if (takes_value || !v.empty()) c.launch.push_back(v);
+      // An optional value stays attached ("--mtp=head.bin"): alone after the flag, the relaunch
+      // might not take it for the flag's.
+      if (takes_value) c.launch.insert(c.launch.end(), {name, v});
+      else c.launch.push_back(v.empty() ? name : name + "=" + v);
     };
     t.push_back(opt);
   }

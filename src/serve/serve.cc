@@ -66,6 +66,8 @@ class ServeSetup {
         long_model(o.long_model.empty() ? std::nullopt : std::optional(read_model_facts(o.long_model))),
         recipe_choice(o.recipes_file, o.no_recipes, engine_args),
         program(o.llama_server.empty() ? default_llama_server() : o.llama_server) {
+    // The long engine gets the same drafter: it must fit that model too.
+    if (long_model) check_drafter_fits(o.drafter_kind(), drafter ? &*drafter : nullptr, *long_model);
     if (!o.dry_run && access(program.c_str(), X_OK) != 0)
       throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
     where = o.dry_run ? planned_device(o.device, program) : resolve_device(o.device, program);
