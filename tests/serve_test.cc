@@ -81,6 +81,19 @@ TEST_F(ServeTest, DryRunPrintsTheExactCommand) {
   EXPECT_NE(plan.out.find(" -ngl 0 -dev none --jinja\n"), std::string::npos) << plan.out;
 }
 
+// A llama-server command line works on serve's: the engine's options go to the engine in order,
+// serve's own stay serve's, and an option neither knows is an error naming it.
+TEST_F(ServeTest, EngineOptionsOnServesCommandLine) {
+  RunResult r = run(serve_args({"-m", model_, "--device", "cpu", "-ub", "256", "-ctk", "q8_0", "--temp", "0.7", "-c", "2048",
+                                "--dry-run", "--", "-t", "2"}),
+                    fake_env());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(" --jinja -c 2048 -ub 256 -ctk q8_0 --temp 0.7 -t 2\n"), std::string::npos) << r.out;
+  RunResult bad = run(serve_args({"-m", model_, "--tempp", "0.7"}), fake_env());
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "1bit serve: unknown option --tempp\n");
+}
+
 // Recipe cases through the binary: stderr lines and the printed command.
 TEST_F(ServeTest, RecipesRoute) {
   write_file(dir_.file("recipes.json"), R"({"recipes": [

@@ -18,7 +18,8 @@ const CliOption* lookup(const std::vector<CliOption>& table, const std::string& 
 
 }  // namespace
 
-CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::string>& args) {
+CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::string>& args,
+                   const ForeignValues& foreign_values) {
   CliParse out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -44,7 +45,17 @@ CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::s
       }
     }
     const CliOption* opt = lookup(table, name);
-    if (opt == nullptr) throw Error("unknown option " + name);
+    if (opt == nullptr) {
+      const int values = foreign_values ? foreign_values(name) : -1;
+      if (values < 0) throw Error("unknown option " + name);
+      out.foreign.push_back(a);
+      const int wanted = has_inline ? values - 1 : values;
+      for (int v = 0; v < wanted; ++v) {
+        if (i + 1 >= args.size() || args[i + 1] == "--") throw Error(name + " needs a value");
+        out.foreign.push_back(args[++i]);
+      }
+      continue;
+    }
     if (opt->value.empty()) {
       if (!opt->optional_values.empty() || opt->takes_next) {
         if (has_inline) {

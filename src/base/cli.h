@@ -23,13 +23,20 @@ struct CliOption {
 
 struct CliParse {
   std::vector<std::string> positional;
+  std::vector<std::string> foreign;       // options `foreign_values` knew, with their values
   std::vector<std::string> after_dashes;  // everything after a lone "--"
   bool help = false;                       // -h or --help was given
 };
 
+// How many values an option outside the table takes (another program's, passed along), or -1
+// when it is unknown there too.
+using ForeignValues = std::function<int(const std::string& name)>;
+
 // Parses `args` (after the command name). "--name=value" works for long names. Throws Error
-// naming the option for unknown options and missing or malformed values.
-CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::string>& args);
+// naming the option for unknown options and missing or malformed values. An option the table
+// lacks goes to `foreign` with its values when `foreign_values` knows it.
+CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::string>& args,
+                   const ForeignValues& foreign_values = nullptr);
 
 // The option list for --help, one option per entry, help wrapped under the names.
 std::string format_options(const std::vector<CliOption>& table);

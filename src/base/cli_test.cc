@@ -60,6 +60,16 @@ TEST(ServeOptions, MtpTakesAnOptionalHeadFile) {
   EXPECT_EQ(parse_serve_options({"--eagle3", "e.gguf"}).drafter_kind(), "eagle3");
 }
 
+// llama-server's own options work on serve's command line, with their values, before what
+// comes after "--"; serve's options keep their meaning where a name is both.
+TEST(ServeOptions, EngineOptionsPassThrough) {
+  ServeOptions o = parse_serve_options({"-m", "x.gguf", "-ub", "1024", "--temp=0.7", "--no-mmap", "-ctk", "q8_0", "-c",
+                                        "2048", "--", "-t", "2"});
+  EXPECT_EQ(o.engine_args, (std::vector<std::string>{"-ub", "1024", "--temp=0.7", "--no-mmap", "-ctk", "q8_0", "-t", "2"}));
+  EXPECT_EQ(o.ctx_size, 2048);
+  EXPECT_EQ(o.model, "x.gguf");
+}
+
 TEST(ServeOptions, EnvironmentGivesDefaults) {
   setenv("ONEBIT_API_KEY", "from-env", 1);
   setenv("ONEBIT_LLAMA_SERVER", "/opt/llama-server", 1);
@@ -82,6 +92,8 @@ void expect_error(const std::vector<std::string>& args, const std::string& needl
 
 TEST(ServeOptions, RejectsBadInput) {
   expect_error({"--bogus"}, "unknown option --bogus");
+  expect_error({"-ub"}, "-ub needs a value");
+  expect_error({"-ub", "--", "-t", "2"}, "-ub needs a value");
   expect_error({"-m"}, "-m needs a value");
   expect_error({"--port", "70000"}, "--port: 70000 is out of range");
   expect_error({"--port", "http"}, "--port: \"http\" is not a whole number");

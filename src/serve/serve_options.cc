@@ -4,6 +4,7 @@
 
 #include "base/cli.h"
 #include "base/error.h"
+#include "engine/engine_args.h"
 
 namespace onebit {
 
@@ -87,10 +88,17 @@ ServeOptions parse_serve_options(const std::vector<std::string>& args) {
         long_from_set = true;
       };
     }
-  CliParse p = parse_cli(table, args);
+  // Any llama-server option works on serve's command line as it would on the engine's: one serve
+  // does not have goes to the engine as if given after "--".
+  const EngineArgs& engine = EngineArgs::builtin();
+  CliParse p = parse_cli(table, args, [&engine](const std::string& name) {
+    const EngineOption* e = engine.find(name);
+    return e == nullptr ? -1 : static_cast<int>(e->values);
+  });
   o.help = p.help;
   if (!p.positional.empty()) throw Error("unexpected argument \"" + p.positional.front() + "\" (the model goes after -m)");
-  o.engine_args = p.after_dashes;
+  o.engine_args = p.foreign;
+  o.engine_args.insert(o.engine_args.end(), p.after_dashes.begin(), p.after_dashes.end());
   int drafters = !o.draft.empty() + !o.dflash.empty() + !o.eagle3.empty() + o.mtp;
   if (drafters > 1) throw Error("--draft, --dflash, --eagle3 and --mtp exclude each other: choose one drafter");
   if (drafters == 0 && (o.draft_max || !o.draft_p_min.empty()))
@@ -104,7 +112,9 @@ std::string serve_usage() {
   return "usage: 1bit serve [options] [-- engine arguments...]\n\n"
          "Serves one GGUF model behind an OpenAI-compatible API: reads the model's facts, applies\n"
          "the matching recipes, starts llama-server as a private child on a free loopback port and\n"
-         "proxies every request to it. Arguments after \"--\" go to llama-server as they are.\n\n"
+         "proxies every request to it. Any other llama-server option works here as it would on\n"
+         "llama-server's command line (-ub 1024, -ctk q8_0, --temp 0.7), and so do arguments after\n"
+         "\"--\"; where serve has an option of the same name, serve's is meant.\n\n"
          "options:\n" +
          format_options(serve_option_table(o));
 }

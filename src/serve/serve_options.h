@@ -36,7 +36,7 @@ struct ServeOptions {
   std::string engine_log;
   int64_t max_body_mb = 64;
   bool verbose = false;
-  std::vector<std::string> engine_args;  // after "--"
+  std::vector<std::string> engine_args;  // llama-server options given directly, then those after "--"
   bool help = false;
 
   // "none", "draft", "dflash", "eagle3" or "mtp".
