@@ -86,11 +86,10 @@ TEST_F(TuneTest, TriesAreSearchedAndTheWinnerIsRemembered) {
   EXPECT_EQ(json::parse(read_file(store()))["recipes"].size(), 1u);
 }
 
-// From a poor launch (-t 1) the threads knob finds -t 2; the launch's own -t keeps precedence, so
-// tune says that a launch without it gets the recipe.
+// From a poor launch (-t 1, given as on llama-server's command line) the threads knob finds -t 2;
+// the launch's own -t keeps precedence, so tune says that a launch without it gets the recipe.
 TEST_F(TuneTest, TheSpaceFindsMoreThreads) {
-  RunResult r = run(tune({"--knobs", "threads", "--json", dir_.file("t.json"), "--html", dir_.file("t.html"), "--",
-                          "-t", "1"}),
+  RunResult r = run(tune({"--knobs", "threads", "--json", dir_.file("t.json"), "--html", dir_.file("t.html"), "-t", "1"}),
                     env({{"FAKE_FAST_DECODE_ARGS", "-t 2"}}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("  threads: kept -t 2: "), std::string::npos) << r.out;

@@ -116,6 +116,11 @@ const EngineOption* EngineArgs::find(std::string_view spelling) const {
   return it == by_spelling_.end() ? nullptr : &options_[it->second];
 }
 
+int EngineArgs::values_of(std::string_view spelling) const {
+  const EngineOption* o = find(spelling);
+  return o == nullptr ? -1 : static_cast<int>(o->values);
+}
+
 bool EngineArgs::present_on(const std::vector<std::string>& argv, const EngineOption& option) const {
   for (size_t i = 0; i < argv.size(); ++i) {
     const EngineOption* o = find(argv[i]);

@@ -30,6 +30,9 @@ class EngineArgs {
 
   // The option a spelling names ("--ubatch_size" normalises to "--ubatch-size"), or nullptr.
   const EngineOption* find(std::string_view spelling) const;
+  // How many values the option a spelling names takes, or -1 when the engine has no such option
+  // (what parse_cli asks of an option a 1bit command does not have).
+  int values_of(std::string_view spelling) const;
   // Whether `argv` (an engine command line without the program name) sets `option` under any
   // spelling. Values are skipped by count, so a value is never taken for a flag.
   bool present_on(const std::vector<std::string>& argv, const EngineOption& option) const;

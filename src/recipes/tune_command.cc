@@ -194,25 +194,34 @@ int run(const std::vector<std::string>& args) {
   c.measure.bench = tune_defaults();
   std::vector<CliOption> table = tune_table(c);
   for (auto& o : launch_table(c)) table.push_back(std::move(o));
-  CliParse p = parse_cli(table, args);
+  // A launch's llama-server options may come directly, as on serve's command line; serve's own
+  // options that a launch may not carry (its port, key, logs) stay unknown here.
+  const EngineArgs& engine = EngineArgs::builtin();
+  std::set<std::string> serve_names;
+  ServeOptions unused;
+  for (const CliOption& opt : serve_option_table(unused)) serve_names.insert(opt.names.begin(), opt.names.end());
+  CliParse p = parse_cli(table, args, [&](const std::string& name) {
+    return serve_names.count(name) ? -1 : engine.values_of(name);
+  });
   if (p.help) {
     std::cout << tune_usage();
     return 0;
   }
+  std::vector<std::string> engine_args = p.foreign;
+  engine_args.insert(engine_args.end(), p.after_dashes.begin(), p.after_dashes.end());
   if (!p.positional.empty()) throw Error("unexpected argument \"" + p.positional.front() + "\"");
   finish_measure_options(c.measure);
   if (!c.write_file.empty() && c.no_save) throw Error("--write and --no-save exclude each other");
 
   // The current launch, checked as serve would check it.
   BenchConfig launch{"current", {}, c.launch};
-  if (!p.after_dashes.empty()) {
+  if (!engine_args.empty()) {
     launch.args.push_back("--");
-    launch.args.insert(launch.args.end(), p.after_dashes.begin(), p.after_dashes.end());
+    launch.args.insert(launch.args.end(), engine_args.begin(), engine_args.end());
   }
   std::vector<std::string> as_serve = launch.args;
   as_serve.insert(as_serve.begin(), {"-m", c.measure.bench.model});
   const ServeOptions serve = parse_serve_options(as_serve);
-  const EngineArgs& engine = EngineArgs::builtin();
   const ModelFacts facts = read_model_facts(c.measure.bench.model);
   const std::string program = serve.llama_server.empty() ? default_llama_server() : serve.llama_server;
   const DeviceChoice where = resolve_device(serve.device, program);
@@ -279,7 +288,7 @@ int run(const std::vector<std::string>& args) {
     const TuneCandidate& w = k.candidates[static_cast<size_t>(k.winner)];
     json entry = recipe_entry(rec, w.comparison, c.goal, k.knob, w.value, k.base, scope);
     if (!store.empty()) entry["id"] = append_recipe(store, entry);
-    for (const auto& flag : shadowed(entry, p.after_dashes, engine))
+    for (const auto& flag : shadowed(entry, engine_args, engine))
       std::cerr << "1bit tune: recipe " << entry["id"].get<std::string>() << " sets " << flag
                 << ", which this launch sets itself; a launch without it gets the recipe\n";
     run.recipes.push_back(entry);

@@ -91,10 +91,7 @@ ServeOptions parse_serve_options(const std::vector<std::string>& args) {
   // Any llama-server option works on serve's command line as it would on the engine's: one serve
   // does not have goes to the engine as if given after "--".
   const EngineArgs& engine = EngineArgs::builtin();
-  CliParse p = parse_cli(table, args, [&engine](const std::string& name) {
-    const EngineOption* e = engine.find(name);
-    return e == nullptr ? -1 : static_cast<int>(e->values);
-  });
+  CliParse p = parse_cli(table, args, [&engine](const std::string& name) { return engine.values_of(name); });
   o.help = p.help;
   if (!p.positional.empty()) throw Error("unexpected argument \"" + p.positional.front() + "\" (the model goes after -m)");
   o.engine_args = p.foreign;
