@@ -61,7 +61,7 @@ class Client {
   // Sends a request; returns ms until the response head arrived (`ttfb`) and until it ended.
   bool request(const std::string& method, const std::string& path, const std::string& body, double* ttfb, double* total,
                bool first_event = false) {
-    std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
                       "Authorization: " + to_.authorization + "\r\n";
     if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     req += "\r\n" + body;

@@ -273,7 +273,7 @@ struct StreamRead {
 StreamRead read_stream(int port, const std::string& body, size_t stop_after = SIZE_MAX) {
   StreamRead out;
   Fd fd = connect_tcp("127.0.0.1", port, 2000);
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;
   auto t0 = std::chrono::steady_clock::now();
   write_all(fd.get(), req);
@@ -440,6 +440,33 @@ TEST_F(ServeTest, ApiKey) {
   EXPECT_EQ(http_fetch("127.0.0.1", port2, "GET", "/v1/models", "", {{"Authorization", "Bearer envkey"}}).status, 200);
 }
 
+// On loopback, a page elsewhere cannot use serve: not under a name of its own that resolves here
+// (DNS rebinding), not by a cross-site request or preflight; the server's own pages and programs
+// (no Origin) can, and so can an origin the user allows. The API key stays as it is.
+TEST_F(ServeTest, LoopbackRefusesOtherHostsAndOrigins) {
+  std::unique_ptr<Subprocess> p;
+  int port = start(p, {"-m", model_, "--allow-origin", "http://localhost:3000"});
+  const std::string body = R"({"messages": []})", own = "http://127.0.0.1:" + std::to_string(port);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions", body).status, 200);
+  HttpResult rebind = http_fetch("127.0.0.1", port, "GET", "/v1/models", "", {{"Host", "rebind.example:" + std::to_string(port)}});
+  EXPECT_EQ(rebind.status, 403);
+  EXPECT_NE(rebind.body.find("is not a loopback name"), std::string::npos) << rebind.body;
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions", body, {{"Origin", "https://evil.example"}}).status, 403);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "OPTIONS", "/v1/chat/completions", "",
+                       {{"Origin", "https://evil.example"}, {"Access-Control-Request-Method", "POST"}})
+                .status,
+            403);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions", body, {{"Origin", own}}).status, 200);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions", body, {{"Origin", "http://localhost:3000"}}).status, 200);
+  EXPECT_EQ(http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions", body, {{"Origin", "http://localhost:3001"}}).status, 403);
+  // Listening on every address is a choice to be reached from elsewhere: no guard there.
+  Subprocess all(serve_args({"-m", model_, "--host", "0.0.0.0"}), fake_env(), dir_.path());
+  ASSERT_TRUE(all.wait_for_stderr("ready on http://0.0.0.0:", 10s)) << all.err();
+  const std::string err = all.err();
+  const int open = std::atoi(err.c_str() + err.find("ready on http://0.0.0.0:") + std::strlen("ready on http://0.0.0.0:"));
+  EXPECT_EQ(http_fetch("127.0.0.1", open, "GET", "/v1/models", "", {{"Host", "box.example"}}).status, 200);
+}
+
 TEST_F(ServeTest, BodyLimit) {
   std::unique_ptr<Subprocess> p;
   int port = start(p, {"-m", model_, "--max-body-mb", "1"});
@@ -452,7 +479,7 @@ TEST_F(ServeTest, BodyLimit) {
   // Chunked bodies are counted as they arrive.
   Fd fd = connect_tcp("127.0.0.1", port, 2000);
   std::string chunk(64 * 1024, 'y');
-  std::string req = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string req = "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
   write_all(fd.get(), req);
   for (int i = 0; i < 17; ++i) write_all(fd.get(), "10000\r\n" + chunk + "\r\n");
   HttpConn conn(std::move(fd));
@@ -468,7 +495,7 @@ TEST_F(ServeTest, ForwardsHeadersAndKeepsConnectionsAlive) {
   HttpConn conn(std::move(fd));
   for (int i = 0; i < 3; ++i) {
     std::string body = R"({"messages": [], "n": )" + std::to_string(i) + "}";
-    write_all(conn.fd(), "POST /v1/chat/completions HTTP/1.1\r\nHost: client\r\nAuthorization: Bearer abc\r\n"
+    write_all(conn.fd(), "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer abc\r\n"
                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
     std::string head, resp;
     ASSERT_EQ(conn.read_head(head, 5000), ReadStatus::kOk);

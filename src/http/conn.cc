@@ -96,7 +96,10 @@ HttpResult http_fetch(const std::string& host, int port, const std::string& meth
   RequestHead req;
   req.method = method;
   req.target = target;
-  req.headers = {{"Host", host + ":" + std::to_string(port)}, {"Connection", "close"}};
+  // A caller's own Host replaces ours.
+  const bool own_host = find_header(headers, "Host") != nullptr;
+  req.headers = {{"Connection", "close"}};
+  if (!own_host) req.headers.insert(req.headers.begin(), {"Host", host + ":" + std::to_string(port)});
   if (!body.empty() || method == "POST" || method == "PUT")
     req.headers.push_back({"Content-Length", std::to_string(body.size())});
   req.headers.insert(req.headers.end(), headers.begin(), headers.end());

@@ -1,5 +1,7 @@
 #include "http/server.h"
 
+#include "http/loopback_guard.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -113,6 +115,11 @@ class Session {
     const bool client_close = h.minor == 0 ? !header_has_token(h.headers, "Connection", "keep-alive")
                                            : header_has_token(h.headers, "Connection", "close");
     req.path = h.path();
+    if (config_.loopback_guard)
+      if (const std::string why = loopback_refusal(h, config_.allowed_origins); !why.empty()) {
+        refuse(403, why);
+        return false;
+      }
     if (!config_.api_key.empty() && !(config_.is_public && config_.is_public(h, req.path)) &&
         !key_matches(config_.api_key, h.headers)) {
       refuse(401, "", config_.unauthorized_body.empty()

@@ -91,6 +91,9 @@ struct ServerConfig {
   // Headers on every answer the server gives by itself (401, 413, ...), e.g. CORS's, so that a
   // browser can read why it was refused.
   Headers refusal_headers;
+  // On loopback: refuse other Hosts and foreign Origins with 403 (http/loopback_guard.h).
+  bool loopback_guard = false;
+  std::vector<std::string> allowed_origins;
 };
 
 class HttpServer {

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/paths.h"
 #include "base/process_setup.h"
+#include "http/loopback_guard.h"
 #include "http/net.h"
 #include "lemonade/catalog.h"
 #include "lemonade/model_manager.h"
@@ -23,6 +24,7 @@ namespace {
 struct LemonadeOptions {
   std::string host = "127.0.0.1";
   int port = 13305;
+  std::vector<std::string> allowed_origins;
   std::string models_dir, extra_models_dir, api_key, llamacpp_args, llama_server, state_dir, recipes_file;
   bool no_recipes = false;
   int max_loaded = 1;
@@ -51,6 +53,8 @@ std::vector<CliOption> table(LemonadeOptions& o) {
       {{"--ctx-size"}, "N", "context size for every model unless a load says otherwise ($LEMONADE_CTX_SIZE)",
        [&o](const std::string& v) { o.ctx_size = parse_int_option("--ctx-size", v, 0, 1ll << 32); }},
       {{"--api-key"}, "KEY", "require \"Authorization: Bearer KEY\" on the API ($LEMONADE_API_KEY)", text(o.api_key)},
+      {{"--allow-origin"}, "ORIGIN", "on loopback, let browser pages from ORIGIN call the API too;\nrepeatable (default: only the server's own pages)",
+       [&o](const std::string& v) { o.allowed_origins.push_back(v); }},
       {{"--llamacpp-args"}, "ARGS", "engine arguments for every model unless a load says otherwise\n"
                                     "($LEMONADE_LLAMACPP_ARGS)",
        text(o.llamacpp_args)},
@@ -139,7 +143,8 @@ int run_lemonade(const std::vector<std::string>& args) {
     mc.load_timeout_s = o.load_timeout_s;
     mc.recipes = recipes.set();
     ModelManager models(catalog, mc);
-    LemonadeServer server(catalog, models, o.api_key, static_cast<uint64_t>(o.max_body_mb) << 20);
+    LemonadeServer server(catalog, models, o.api_key, static_cast<uint64_t>(o.max_body_mb) << 20,
+                          is_loopback_address(o.host) ? &o.allowed_origins : nullptr);
     server.adopt(std::move(listener));
     server.start();
     std::cerr << "1bit lemonade: listening on http://" << o.host << ":" << server.port() << " (models in "

@@ -66,9 +66,11 @@ class StatsTap {
   json timings_ = json::object(), usage_ = json::object();
 };
 
-ServerConfig config_for(const std::string& api_key, uint64_t max_body) {
+ServerConfig config_for(const std::string& api_key, uint64_t max_body, const std::vector<std::string>* allowed_origins) {
   ServerConfig c;
   c.api_key = api_key;
+  c.loopback_guard = allowed_origins != nullptr;
+  if (allowed_origins) c.allowed_origins = *allowed_origins;
   c.max_body_bytes = max_body;
   // Open without the key: CORS preflights, liveness, and the page (which asks for the key).
   c.is_public = [](const RequestHead& h, const std::string& path) {
@@ -81,10 +83,12 @@ ServerConfig config_for(const std::string& api_key, uint64_t max_body) {
 
 }  // namespace
 
-LemonadeServer::LemonadeServer(Catalog& catalog, ModelManager& models, const std::string& api_key, uint64_t max_body)
+LemonadeServer::LemonadeServer(Catalog& catalog, ModelManager& models, const std::string& api_key, uint64_t max_body,
+                               const std::vector<std::string>* allowed_origins)
     : catalog_(catalog),
       models_(models),
-      server_(config_for(api_key, max_body), [this](const Request& req, Responder& r) { return handle(req, r); }) {}
+      server_(config_for(api_key, max_body, allowed_origins),
+              [this](const Request& req, Responder& r) { return handle(req, r); }) {}
 
 bool LemonadeServer::send_json(Responder& r, int status, const json& body) {
   if (status >= 400) {

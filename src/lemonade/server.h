@@ -20,7 +20,10 @@ namespace onebit {
 
 class LemonadeServer {
  public:
-  LemonadeServer(Catalog& catalog, ModelManager& models, const std::string& api_key, uint64_t max_body_bytes);
+  // `allowed_origins`: non-null on loopback, where other Hosts and foreign Origins get 403
+  // (http/loopback_guard.h) unless listed.
+  LemonadeServer(Catalog& catalog, ModelManager& models, const std::string& api_key, uint64_t max_body_bytes,
+                 const std::vector<std::string>* allowed_origins);
 
   void adopt(Fd listener) { server_.adopt(std::move(listener)); }
   int port() const { return server_.port(); }

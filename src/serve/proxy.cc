@@ -17,6 +17,8 @@ ServerConfig server_config(const ProxyConfig& c) {
   s.api_key = c.api_key;
   s.is_public = is_public;
   s.max_body_bytes = c.max_body_bytes;
+  s.loopback_guard = c.loopback_guard;
+  s.allowed_origins = c.allowed_origins;
   return s;
 }
 

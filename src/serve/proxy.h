@@ -29,6 +29,8 @@ using Router = std::function<RouteDecision(const RequestHead&, const std::string
 struct ProxyConfig {
   std::string api_key;                    // empty: no key required
   uint64_t max_body_bytes = 64ull << 20;  // larger bodies get 413
+  bool loopback_guard = false;            // http/loopback_guard.h
+  std::vector<std::string> allowed_origins;
 };
 
 class Proxy {

@@ -18,6 +18,7 @@
 #include "engine/engine_key.h"
 #include "engine/engine_process.h"
 #include "engine/launch_plan.h"
+#include "http/loopback_guard.h"
 #include "http/net.h"
 #include "model/drafter_fit.h"
 #include "model/gguf_facts.h"
@@ -134,6 +135,8 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
   ProxyConfig pc;
   pc.api_key = o.api_key;
   pc.max_body_bytes = static_cast<uint64_t>(o.max_body_mb) << 20;
+  pc.loopback_guard = is_loopback_address(o.host);
+  pc.allowed_origins = o.allowed_origins;
   std::vector<Backend> backends;
   for (const auto& e : setup.engines) backends.push_back({e.label, {0, e.key}});
   std::shared_ptr<LongRouter> router;

@@ -56,6 +56,9 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
       {{"--load-timeout"}, "S", "seconds to wait for the model to load (default: 600)",
        [&o](const std::string& v) { o.load_timeout_s = parse_double_option("--load-timeout", v, 0.001, 1e6); }},
       {{"--api-key"}, "KEY", "require \"Authorization: Bearer KEY\" (default: $ONEBIT_API_KEY)", text(o.api_key)},
+      {{"--allow-origin"}, "ORIGIN", "on loopback, let browser pages from ORIGIN (http://localhost:3000) call\n"
+                                     "the API too; repeatable (default: only the server's own pages)",
+       [&o](const std::string& v) { o.allowed_origins.push_back(v); }},
       {{"--long-model"}, "FILE", "a second model for long conversations (see --long-from)", text(o.long_model)},
       {{"--long-from"}, "N", "conversations whose first request has at least N tokens go to\n--long-model (default: 2048)",
        [&o](const std::string& v) { o.long_from = parse_int_option("--long-from", v, 1, 1ll << 32); }},

@@ -31,6 +31,7 @@ struct ServeOptions {
   std::string llama_server;  // --llama-server or ONEBIT_LLAMA_SERVER
   double load_timeout_s = 600;
   std::string api_key;  // --api-key or ONEBIT_API_KEY
+  std::vector<std::string> allowed_origins;  // --allow-origin, repeatable
   std::string long_model;
   int64_t long_from = 2048;
   std::string engine_log;
