@@ -107,6 +107,16 @@ TEST(LemonadeEndpoints, EveryRouteOnEveryPrefix) {
   EXPECT_NE(page.body.find("<title>1bit lemonade</title>"), std::string::npos);
 }
 
+// As serve: on loopback, another Host (DNS rebinding) or a foreign Origin gets 403;
+// an allowed origin passes.
+TEST(LemonadeEndpoints, LoopbackRefusesOtherHostsAndOrigins) {
+  Lemonade l({"--allow-origin", "http://localhost:5173"});
+  EXPECT_EQ(l.get("/api/v1/health").status, 200);
+  EXPECT_EQ(l.get("/api/v1/health", {{"Host", "rebind.example"}}).status, 403);
+  EXPECT_EQ(l.get("/api/v1/models", {{"Origin", "https://evil.example"}}).status, 403);
+  EXPECT_EQ(l.get("/api/v1/models", {{"Origin", "http://localhost:5173"}}).status, 200);
+}
+
 TEST(LemonadeEndpoints, HealthModelsAndSystem) {
   Lemonade l;
   json h = l.health();
