@@ -117,7 +117,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (kind != "none") {
     const std::string option = "--" + kind;
     b.add_own(a, option, {"--spec-type", kind == "draft" ? "draft-simple" : "draft-" + kind});
-    const std::string& file = kind == "draft" ? o.draft : kind == "dflash" ? o.dflash : kind == "eagle3" ? o.eagle3 : o.mtp_head;
+    const std::string& file = o.drafter_file();
     // A drafter in a file of its own is a second model, placed like the first.
     if (!file.empty()) {
       b.add_own(a, option, {"-md", file});

@@ -33,11 +33,9 @@ namespace {
 // Reads the drafter's file, if it has one, and checks that it is the kind its option promises
 // and fits the model.
 std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts& model) {
-  const std::string kind = o.drafter_kind();
-  const std::string& path = kind == "draft" ? o.draft : kind == "dflash" ? o.dflash : kind == "eagle3" ? o.eagle3 : o.mtp_head;
   std::optional<ModelFacts> d;
-  if (!path.empty()) d = read_model_facts(path);
-  check_drafter_fits(kind, d ? &*d : nullptr, model);
+  if (!o.drafter_file().empty()) d = read_model_facts(o.drafter_file());
+  check_drafter_fits(o.drafter_kind(), d ? &*d : nullptr, model);
   return d;
 }
 

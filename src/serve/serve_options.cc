@@ -77,6 +77,13 @@ std::string ServeOptions::drafter_kind() const {
   return "none";
 }
 
+const std::string& ServeOptions::drafter_file() const {
+  if (!draft.empty()) return draft;
+  if (!dflash.empty()) return dflash;
+  if (!eagle3.empty()) return eagle3;
+  return mtp_head;
+}
+
 ServeOptions parse_serve_options(const std::vector<std::string>& args) {
   ServeOptions o;
   if (const char* v = std::getenv("ONEBIT_LLAMA_SERVER"); v && *v) o.llama_server = v;

@@ -42,6 +42,8 @@ struct ServeOptions {
 
   // "none", "draft", "dflash", "eagle3" or "mtp".
   std::string drafter_kind() const;
+  // The drafter's own file; "" for none and for the model's own MTP layer.
+  const std::string& drafter_file() const;
 };
 
 // Parses serve's arguments (after "serve"); environment fallbacks come from getenv. Throws Error
