@@ -1,4 +1,4 @@
-"""What training, export and evaluation of 1bit-tiny must agree on: the chat format, the special
+"""What training, export and evaluation of the 1bit families (1bit-tiny, 1bit-small) must agree on: the chat format, the special
 tokens, the pre-tokenizer and the model shapes. Standard library only."""
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -10,7 +10,6 @@ EOT, IM_START, IM_END = SPECIALS
 QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 GGUF_PRE = "qwen2"
-VOCAB_SIZE = 16384
 
 # ChatML, rendered by the engine (--jinja) exactly as format_chat renders it for training.
 CHAT_TEMPLATE = (
@@ -26,21 +25,39 @@ def format_chat(messages, add_generation_prompt=False):
     return text + (f"{IM_START}assistant\n" if add_generation_prompt else "")
 
 
-# qwen3 shapes: GQA, q/k RMSNorm, RoPE (NeoX), SwiGLU, tied embeddings.
-CONFIGS = {
-    "target": dict(d_model=512, n_layer=8, n_head=8, n_kv_head=4, head_dim=64, d_ff=1408),
-    "draft": dict(d_model=256, n_layer=2, n_head=4, n_kv_head=2, head_dim=64, d_ff=704),
+# qwen3 shapes: GQA, q/k RMSNorm, RoPE (NeoX), SwiGLU, tied embeddings. A family shares one
+# tokenizer (its vocabulary size), one context length and one data mix; "weights" is the GGUF type
+# of its matrices (q4_0 keeps the token embedding, which is also the output matrix, in Q8_0).
+# "mix" says how often each kind of data appears in one pass of the training stream.
+FAMILIES = {
+    "tiny": dict(
+        vocab=16384, context=1024, batch=64,
+        mix={"pretrain:code": 2, "pretrain:docs": 1, "pretrain:words": 0, "pretrain:bible": 1,
+             "chat:code": 3, "chat:docs": 2, "chat:define": 0.35, "chat:verse": 0.5},
+        models={
+            "target": dict(d_model=512, n_layer=8, n_head=8, n_kv_head=4, head_dim=64, d_ff=1408,
+                           lr=1.5e-3, weights="q8_0"),
+            "draft": dict(d_model=256, n_layer=2, n_head=4, n_kv_head=2, head_dim=64, d_ff=704,
+                          lr=3e-3, weights="q8_0"),
+        }),
+    # 1bit-small: the Python packages of the GPU machine's image join the tiny corpus
+    # (package_corpus.py), so code dominates; a drafter of about a tenth of the target.
+    "small": dict(
+        vocab=32768, context=2048, batch=32,
+        mix={"pretrain:packages": 1, "pretrain:code": 2, "pretrain:docs": 1, "pretrain:words": 0,
+             "pretrain:bible": 0.5, "chat:code": 1.5, "chat:docs": 2, "chat:define": 0.2, "chat:verse": 0.2},
+        models={
+            "target": dict(d_model=768, n_layer=16, n_head=12, n_kv_head=4, head_dim=64, d_ff=2560,
+                           lr=1e-3, weights="q4_0"),
+            "draft": dict(d_model=384, n_layer=4, n_head=6, n_kv_head=2, head_dim=64, d_ff=1024,
+                          lr=2e-3, weights="q8_0"),
+        }),
 }
-CONTEXT = 1024
 ROPE_BASE = 100000.0
 RMS_EPS = 1e-6
 
-# How often each kind of data appears in one pass of the training stream.
-MIX = {"pretrain:code": 2, "pretrain:docs": 1, "pretrain:words": 0, "pretrain:bible": 1,
-       "chat:code": 3, "chat:docs": 2, "chat:define": 0.35, "chat:verse": 0.5}
 
-
-def param_count(cfg, vocab=VOCAB_SIZE):
+def param_count(cfg, vocab):
     d, hd = cfg["d_model"], cfg["head_dim"]
     attn = d * hd * (2 * cfg["n_head"] + 2 * cfg["n_kv_head"]) + 2 * hd
     mlp = 3 * d * cfg["d_ff"]

@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
-"""Measures 1bit-tiny through the engine on the CPU machine (standard library only):
+"""Measures a 1bit family (1bit-tiny, 1bit-small) through the engine on the CPU machine (standard
+library only):
 
   tokenizer   the engine's ids for every held-out document and chat pair vs the training
               tokenizer's ids (reference.json.gz from export.py): identical or not
   logits      the engine's next-token log-probabilities vs PyTorch's on 20 held-out prompts
               (same token ids in, Q8_0 weights on both sides): top-1 identical, max |difference|
-  perplexity  llama-perplexity on the held-out documents, target and drafter
-  code        greedy answers to 50 held-out docstring prompts: the share that parses as Python
+  perplexity  llama-perplexity on the held-out documents (in id order, at most --ppl-chars of
+              text), target and drafter
+  code        greedy answers to 50 held-out docstring prompts: the share that parses as Python;
+              and for every held-out function whose docstring has doctests that its own source
+              passes when run alone: the share of answers that pass them
   drafting    the same code prompts through `1bit serve` with and without --draft, one run:
               acceptance (draft_n_accepted / draft_n) and decode speed from the engine's timings
 
-  evaluate.py --reference reference.json.gz [--build build] [--data models/train/data]
-              [--out models/train/eval.json]
+  evaluate.py [--family tiny|small] [--build build] [--data DIR] [--ppl-chars N]
+  (defaults by family: tiny reads models/train/{reference.json.gz,data/} and writes
+  models/train/eval.json; small reads models/train/small/{reference.json.gz,heldout.tar.xz} and
+  writes models/train/small/eval.json)
 """
 
 import argparse
 import ast
+import doctest
 import gzip
 import json
 import math
@@ -23,6 +30,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
@@ -31,8 +39,11 @@ from common import format_chat
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-TARGET = os.path.join(ROOT, "models", "1bit-tiny-32m-q8_0.gguf")
-DRAFT = os.path.join(ROOT, "models", "1bit-tiny-draft-6m-q8_0.gguf")
+FAMILIES = {
+    "tiny": dict(target="1bit-tiny-32m-q8_0.gguf", draft="1bit-tiny-draft-6m-q8_0.gguf", dir=HERE, ppl_chars=None),
+    "small": dict(target="1bit-small-145m-q4_0.gguf", draft="1bit-small-draft-19m-q8_0.gguf",
+                  dir=os.path.join(HERE, "small"), ppl_chars=400_000),
+}
 
 
 class Serve:
@@ -103,9 +114,10 @@ def logit_parity(s, reference):
             "max_abs_top1_logprob_diff": max_top1_diff, "rows": rows}
 
 
-def perplexity(build, model, docs):
+def perplexity(build, model, docs, max_chars):
+    text = "\n\n".join(docs[k]["text"] for k in sorted(docs))
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
-        f.write("\n\n".join(d["text"] for d in docs.values()))
+        f.write(text[:max_chars] if max_chars else text)
         path = f.name
     out = subprocess.run([os.path.join(build, "bin", "llama-perplexity"), "-m", model, "-f", path, "-c", "1024",
                           "-b", "1024", "--no-warmup"], capture_output=True, text=True)
@@ -127,6 +139,45 @@ def answer(s, prompt, max_tokens=400):
     return r["choices"][0]["message"]["content"], r["timings"]
 
 
+DOCTEST_RUNNER = """
+import doctest, json, sys
+code, docstring, name = json.load(sys.stdin)
+ns = {"__name__": "__evaluated__"}
+exec(compile(code, "<answer>", "exec"), ns)
+test = doctest.DocTestParser().get_doctest(docstring, ns, name, "<docstring>", 0)
+if not test.examples:
+    sys.exit(3)
+runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+runner.run(test, out=lambda s: None)
+sys.exit(0 if runner.failures == 0 else 1)
+"""
+
+
+def passes_doctests(code, docstring, name):
+    """Runs the docstring's examples against `code` in a fresh interpreter (10 s at most) without
+    site-packages (-I -S), so that an example cannot import the package's own function instead."""
+    try:
+        r = subprocess.run([sys.executable, "-I", "-S", "-c", DOCTEST_RUNNER], input=json.dumps([code, docstring, name]),
+                           capture_output=True, text=True, timeout=10)
+        return r.returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def doctest_tasks(chats):
+    """Held-out docstring pairs whose docstring has examples, none of them an import, that the
+    original function passes on its own."""
+    tasks = []
+    for c in sorted(chats, key=lambda c: c["id"]):
+        doc = c.get("docstring")
+        if c["kind"] != "code" or not doc or ">>>" not in doc or re.search(r">>> .*\bimport\b", doc):
+            continue
+        name = c["id"].rsplit(":", 1)[1]
+        if passes_doctests(c["messages"][1]["content"], doc, name):
+            tasks.append(c)
+    return tasks
+
+
 def parses(code):
     try:
         ast.parse(code)
@@ -137,16 +188,26 @@ def parses(code):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference", required=True)
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="tiny")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--data", default=os.path.join(HERE, "data"))
-    ap.add_argument("--out", default=os.path.join(HERE, "eval.json"))
+    ap.add_argument("--data", help="the held-out split (default: the family's)")
+    ap.add_argument("--ppl-chars", type=int, help="perplexity over at most this much held-out text")
     args = ap.parse_args()
-    reference = json.load(gzip.open(args.reference, "rt", encoding="utf-8"))
-    docs, chats = load_data(args.data)
+    fam = FAMILIES[args.family]
+    target, draft = (os.path.join(ROOT, "models", fam[k]) for k in ("target", "draft"))
+    reference = json.load(gzip.open(os.path.join(fam["dir"], "reference.json.gz"), "rt", encoding="utf-8"))
+    data = args.data
+    if data is None and args.family == "tiny":
+        data = os.path.join(HERE, "data")
+    elif data is None:
+        data = tempfile.mkdtemp(prefix="1bit-heldout-")
+        with tarfile.open(os.path.join(fam["dir"], "heldout.tar.xz")) as t:
+            t.extractall(data, filter="data")
+    docs, chats = load_data(data)
+    ppl_chars = args.ppl_chars or fam["ppl_chars"]
     result = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores"}
 
-    with Serve(args.build, "-m", TARGET, "-np", "1", "-c", "2048") as s:
+    with Serve(args.build, "-m", target, "-np", "1", "-c", "2048") as s:
         result["tokenizer"] = tokenizer_parity(s, reference, docs, chats)
         print(f"tokenizer: {result['tokenizer']['identical']}/{result['tokenizer']['texts']} held-out texts identical",
               file=sys.stderr)
@@ -160,15 +221,27 @@ def main():
             samples.append({"id": c["id"], "prompt": c["messages"][0]["content"], "answer": text, "parses": parses(text)})
         result["code"] = {"prompts": len(samples), "parse": sum(x["parses"] for x in samples), "samples": samples}
         print(f"code: {result['code']['parse']}/{result['code']['prompts']} answers parse as Python", file=sys.stderr)
+        tasks = doctest_tasks(chats)
+        rows = []
+        for c in tasks:
+            text, _ = answer(s, c["messages"][0]["content"])
+            name = c["id"].rsplit(":", 1)[1]
+            rows.append({"id": c["id"], "parses": parses(text), "passes": parses(text) and passes_doctests(text, c["docstring"], name),
+                         "answer": text})
+        result["doctests"] = {"tasks": len(rows), "parse": sum(r["parses"] for r in rows),
+                              "pass": sum(r["passes"] for r in rows), "rows": rows}
+        print(f"doctests: {result['doctests']['pass']}/{len(rows)} answers pass the held-out function's doctests "
+              f"({result['doctests']['parse']} parse)", file=sys.stderr)
 
-    result["perplexity"] = {"target": perplexity(args.build, TARGET, docs), "draft": perplexity(args.build, DRAFT, docs)}
+    result["perplexity"] = {"text_chars": ppl_chars, "target": perplexity(args.build, target, docs, ppl_chars),
+                            "draft": perplexity(args.build, draft, docs, ppl_chars)}
     print(f"perplexity: {result['perplexity']}", file=sys.stderr)
 
     # Drafting: the same prompts through a plain and a drafted serve, one after the other.
     prompts = [c["messages"][0]["content"] for c in code_prompts(chats, 20)]
     runs = {}
-    for name, extra in (("plain", []), ("draft", ["--draft", DRAFT])):
-        with Serve(args.build, "-m", TARGET, "-np", "1", *extra) as s:
+    for name, extra in (("plain", []), ("draft", ["--draft", draft])):
+        with Serve(args.build, "-m", target, "-np", "1", *extra) as s:
             answer(s, prompts[0], 16)  # warm-up
             speeds, drafted, accepted = [], 0, 0
             for p in prompts:
@@ -182,7 +255,7 @@ def main():
                           "acceptance": accepted / drafted if drafted else None}
     result["drafting"] = runs
     print(f"drafting: {runs}", file=sys.stderr)
-    with open(args.out, "w") as f:
+    with open(os.path.join(fam["dir"], "eval.json"), "w") as f:
         json.dump(result, f, indent=1, ensure_ascii=False)
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Writes a trained checkpoint as a GGUF (qwen3 architecture, Q8_0 weights, F32 norms) with its
-tokenizer and chat template, using the engine's own gguf-py, plus the reference data the CPU-side
-evaluation compares the engine against:
+"""Writes a trained checkpoint as a GGUF (qwen3 architecture; matrices in the family's type, Q8_0
+or Q4_0 with the token embedding in Q8_0; F32 norms) with its tokenizer and chat template, using
+the engine's own gguf-py, plus the reference data the CPU-side evaluation compares the engine
+against:
 
   OUT/<name>.gguf         the model
   OUT/reference.json.gz   for 20 held-out chat prompts: the prompt's token ids and PyTorch's
                           top-20 log-probabilities of the next token, computed in float32 from
-                          the same Q8_0-rounded weights the GGUF holds; and the tokenizer's ids
+                          the same rounded weights the GGUF holds; and the tokenizer's ids
                           for every held-out document and chat pair (the engine must match them)
 
   export.py CKPT.pt tokenizer.json DATA_DIR OUT_DIR NAME [--reference]
@@ -22,11 +23,13 @@ import numpy as np
 import torch
 
 import gguf
-from common import CHAT_TEMPLATE, CONFIGS, CONTEXT, EOT, GGUF_PRE, IM_END, RMS_EPS, ROPE_BASE, SPECIALS, format_chat
+from common import CHAT_TEMPLATE, EOT, FAMILIES, GGUF_PRE, IM_END, RMS_EPS, ROPE_BASE, SPECIALS, format_chat
 from model import TinyQwen3
 from tokenizers import Tokenizer
 
 Q8 = gguf.GGMLQuantizationType.Q8_0
+TYPES = {"q8_0": (Q8, gguf.LlamaFileType.MOSTLY_Q8_0),
+         "q4_0": (gguf.GGMLQuantizationType.Q4_0, gguf.LlamaFileType.MOSTLY_Q4_0)}
 
 
 def vocab_of(tok_path):
@@ -54,13 +57,15 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     state = torch.load(args.ckpt, map_location="cpu")
-    cfg = CONFIGS[state["config"]]
+    family = FAMILIES[state.get("family", "tiny")]
+    cfg = family["models"][state["config"]]
+    qtype, ftype = TYPES[cfg["weights"]]
     weights = {k: v.float().numpy() for k, v in state["model"].items()}
     tokens, types, merges = vocab_of(args.tokenizer)
 
     w = gguf.GGUFWriter(os.path.join(args.out, args.name + ".gguf"), "qwen3")
     w.add_name(args.name)
-    w.add_context_length(CONTEXT)
+    w.add_context_length(family["context"])
     w.add_embedding_length(cfg["d_model"])
     w.add_block_count(cfg["n_layer"])
     w.add_feed_forward_length(cfg["d_ff"])
@@ -70,7 +75,7 @@ def main():
     w.add_value_length(cfg["head_dim"])
     w.add_rope_freq_base(ROPE_BASE)
     w.add_layer_norm_rms_eps(RMS_EPS)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    w.add_file_type(ftype)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre(GGUF_PRE)
     w.add_token_list(tokens)
@@ -85,9 +90,11 @@ def main():
     rounded = {}
     for name, arr in weights.items():
         if arr.ndim == 2:
-            q = gguf.quants.quantize(arr, Q8)
-            w.add_tensor(name, q, raw_dtype=Q8)
-            rounded[name] = torch.from_numpy(gguf.quants.dequantize(q, Q8).reshape(arr.shape).copy())
+            # The token embedding is also the output matrix: Q8_0 in every family.
+            t = Q8 if name == "token_embd.weight" else qtype
+            q = gguf.quants.quantize(arr, t)
+            w.add_tensor(name, q, raw_dtype=t)
+            rounded[name] = torch.from_numpy(gguf.quants.dequantize(q, t).reshape(arr.shape).copy())
         else:
             w.add_tensor(name, arr.astype(np.float32))
             rounded[name] = torch.from_numpy(arr)

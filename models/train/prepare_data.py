@@ -53,6 +53,42 @@ def stdlib_files():
                 yield path
 
 
+def function_pairs(source, tree, doc):
+    """Docstring -> function chat pairs of one module: (name, doc, kind, prompt, answer, docstring)
+    for every public function of 3 to 40 lines whose docstring opens with a summary of at least
+    20 characters; the prompt is that summary, the answer the function's source."""
+    raw = None  # the source's lines as UTF-8, since the tree's column offsets count bytes
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        docstring = ast.get_docstring(node)
+        if not docstring or node.name.startswith("_"):
+            continue
+        if raw is None:
+            raw = [l.encode() for l in re.split(r"\r\n|\r|\n", source)]
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            segment = raw[first][node.col_offset:node.end_col_offset].decode()
+        else:
+            segment = b"\n".join([raw[first][node.col_offset:], *raw[first + 1:last],
+                                  raw[last][:node.end_col_offset]]).decode()
+        if not segment:
+            continue
+        code = textwrap.dedent(" " * node.col_offset + segment)
+        lines = code.count("\n") + 1
+        if lines < 3 or lines > 40:
+            continue
+        try:
+            ast.parse(code)
+        except SyntaxError:
+            continue
+        summary = docstring.strip().split("\n\n")[0].strip()
+        if len(summary) < 20:
+            continue
+        prompt = f"Write a Python function `{node.name}`: {summary}"
+        yield (f"{doc}:{node.lineno}:{node.name}", doc, "code", prompt, code, docstring)
+
+
 def code_items():
     """Modules as pretraining documents; documented functions as chat pairs."""
     docs, pairs = [], []
@@ -66,26 +102,7 @@ def code_items():
         if "\t" in source:
             continue
         docs.append(("code:" + rel, source))
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            doc = ast.get_docstring(node)
-            segment = ast.get_source_segment(source, node)
-            if not doc or not segment or node.name.startswith("_"):
-                continue
-            code = textwrap.dedent(" " * node.col_offset + segment)
-            lines = code.count("\n") + 1
-            if lines < 3 or lines > 40:
-                continue
-            try:
-                ast.parse(code)
-            except SyntaxError:
-                continue
-            summary = doc.strip().split("\n\n")[0].strip()
-            if len(summary) < 20:
-                continue
-            prompt = f"Write a Python function `{node.name}`: {summary}"
-            pairs.append((f"code:{rel}:{node.lineno}:{node.name}", "code:" + rel, "code", prompt, code))
+        pairs += [p[:5] for p in function_pairs(source, tree, "code:" + rel)]
     return docs, pairs
 
 

@@ -43,16 +43,19 @@ std::string default_models_dir() {
 }
 
 std::string default_model_path() {
+  // 1bit-small where it is shipped; 1bit-tiny (kept for fast tests) otherwise.
   for (const fs::path& dir : model_dirs()) {
-    std::error_code ec;
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("1bit-tiny-", 0) == 0 && entry.path().extension() == ".gguf" &&
-          name.find("draft") == std::string::npos)
-        found.push_back(entry.path().lexically_normal().string());
+    for (const char* family : {"1bit-small-", "1bit-tiny-"}) {
+      std::error_code ec;
+      std::vector<std::string> found;
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(family, 0) == 0 && entry.path().extension() == ".gguf" &&
+            name.find("draft") == std::string::npos)
+          found.push_back(entry.path().lexically_normal().string());
+      }
+      if (!found.empty()) return *std::min_element(found.begin(), found.end());
     }
-    if (!found.empty()) return *std::min_element(found.begin(), found.end());
   }
   return "";
 }

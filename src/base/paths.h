@@ -10,7 +10,8 @@ namespace onebit {
 std::string executable_dir();        // the directory of the running 1bit binary
 std::string default_llama_server();  // bin/llama-server beside 1bit
 std::string engine_vocab_dir();      // share/vocab
-// The default model: the first models/1bit-tiny-*.gguf that is not a drafter, looked for in
+// The default model: the first models/1bit-small-*.gguf that is not a drafter, else the first
+// 1bit-tiny-*.gguf (the same directory first), looked for in
 // $ONEBIT_MODELS_DIR, then the checkout's models/, then share/1bit/models; "" when none.
 std::string default_model_path();
 // The first of those directories that exists; "" when none does.

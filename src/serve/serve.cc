@@ -41,7 +41,7 @@ std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts&
 
 std::string model_or_default(const ServeOptions& o) {
   const std::string path = o.model.empty() ? default_model_path() : o.model;
-  if (path.empty()) throw Error("no model given (-m FILE) and no default model models/1bit-tiny-*.gguf was found");
+  if (path.empty()) throw Error("no model given (-m FILE) and no default model models/1bit-small-*.gguf or 1bit-tiny-*.gguf was found");
   return path;
 }
 

@@ -11,7 +11,7 @@ namespace onebit {
 std::vector<CliOption> serve_option_table(ServeOptions& o) {
   auto text = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
   return {
-      {{"-m", "--model"}, "FILE", "the GGUF model to serve (default: the shipped 1bit-tiny model)", text(o.model)},
+      {{"-m", "--model"}, "FILE", "the GGUF model to serve (default: the shipped 1bit-small model, else 1bit-tiny)", text(o.model)},
       {{"--host"}, "HOST", "address to listen on (default: 127.0.0.1)", text(o.host)},
       {{"--port"}, "PORT", "port to listen on (default: 8080; 0 picks a free one)",
        [&o](const std::string& v) { o.port = static_cast<int>(parse_int_option("--port", v, 0, 65535)); }},
