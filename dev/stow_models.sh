@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The shipped GGUFs (models/*.gguf, about 160 MB) are more than the 64 MiB of working tree that
+# travels to the GPU machine, and no stage there needs them. `dev/stow_models.sh out` moves them
+# out of the checkout before a GPU call (a tracked file missing from the working tree does not
+# travel); `dev/stow_models.sh in` puts them back. `status` says where they are.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+stow=${ONEBIT_STOW_DIR:-/tmp/1bit-stowed-models}
+case ${1:-status} in
+  out)
+    mkdir -p "$stow"
+    shopt -s nullglob
+    files=("$root"/models/*.gguf)
+    [ ${#files[@]} -gt 0 ] || { echo "stow_models: no models/*.gguf in the checkout (already out?)" >&2; exit 1; }
+    mv "${files[@]}" "$stow/"
+    echo "stow_models: ${#files[@]} files moved to $stow; put them back with: dev/stow_models.sh in" >&2
+    ;;
+  in)
+    shopt -s nullglob
+    files=("$stow"/*.gguf)
+    [ ${#files[@]} -gt 0 ] || { echo "stow_models: nothing stowed in $stow" >&2; exit 1; }
+    mv "${files[@]}" "$root/models/"
+    git -C "$root" diff --quiet -- models || { echo "stow_models: models/ differs from git after putting back" >&2; exit 1; }
+    echo "stow_models: ${#files[@]} files back in models/" >&2
+    ;;
+  status)
+    ls "$root"/models/*.gguf "$stow"/*.gguf 2>/dev/null || true
+    ;;
+  *) echo "stow_models: usage: dev/stow_models.sh out|in|status" >&2; exit 1 ;;
+esac
