@@ -226,7 +226,8 @@ def main():
         for c in tasks:
             text, _ = answer(s, c["messages"][0]["content"])
             name = c["id"].rsplit(":", 1)[1]
-            rows.append({"id": c["id"], "parses": parses(text), "passes": parses(text) and passes_doctests(text, c["docstring"], name),
+            ok = parses(text)
+            rows.append({"id": c["id"], "parses": ok, "passes": ok and passes_doctests(text, c["docstring"], name),
                          "answer": text})
         result["doctests"] = {"tasks": len(rows), "parse": sum(r["parses"] for r in rows),
                               "pass": sum(r["passes"] for r in rows), "rows": rows}

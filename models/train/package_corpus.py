@@ -15,7 +15,7 @@ Appends to DATA_DIR/{pretrain,chat}_{train,test}.jsonl (source "packages"; chat 
 "code" as prepare_data.py makes them, held-out ones with their whole docstring, for the doctest
 evaluation), and writes DATA_DIR/packages.json (every package seen: version, license, whether
 it was used, files and characters kept) and DATA_DIR/package-licenses.txt (the license files of
-every package used). 1% of the files are held out, by a hash of their name.
+every package used). 1% of the files are held out, by prepare_data.is_test.
 """
 
 import ast
@@ -27,9 +27,8 @@ import os
 import re
 import sys
 
-from prepare_data import function_pairs
+from prepare_data import function_pairs, is_test
 
-TEST_PERCENT = 1
 # SPDX-style names (and the words metadata uses for them) of the licenses allowed.
 PERMISSIVE = {
     "mit": "MIT", "mit-cmu": "MIT-CMU", "expat": "MIT", "mit-0": "MIT-0",
@@ -119,10 +118,6 @@ def usable(source):
     return True
 
 
-def is_test(name):
-    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % 100 < TEST_PERCENT
-
-
 def digest_of(source):
     return hashlib.sha256("\n".join(l.rstrip() for l in source.split("\n")).encode()).digest()
 
@@ -188,7 +183,7 @@ def main():
                     counts["duplicates"] += 1
                     continue
                 seen_content.add(digest)
-                t = is_test(doc)
+                t = is_test(doc, "packages")
                 out["pretrain_test.jsonl" if t else "pretrain_train.jsonl"].write(
                     json.dumps({"id": doc, "source": "packages", "text": source}, ensure_ascii=False) + "\n")
                 counts["files"][t] += 1
