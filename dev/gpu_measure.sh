@@ -68,6 +68,12 @@
 #                                    separate head and a dflash drafter. `tiny`: the test-size
 #                                    shapes, to check the stage on any machine (their dflash blocks
 #                                    are 4 and 8 tokens: the engine drafts at most 3 and 7 there)
+#   dev/gpu_measure.sh small-pair [small|tiny]
+#                                    1bit-small (or 1bit-tiny) with each of its trained drafters
+#                                    against none, in one bench run: the draft model at draft
+#                                    lengths 2, 3, 4 and 7, the DFlash drafter (small) at 3, 7 and
+#                                    15, n-gram speculation; the GGUFs from $MODELS (default
+#                                    /tmp/1bit-models: they are more than one command can carry)
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
@@ -76,7 +82,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|decode"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|small-pair|decode"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -361,6 +367,24 @@ case $stage in
     cat "$out/spec-$which.txt"
     [ "$which" = llama ] && cat "$out/spec-draft-plain.txt"
     tail -n 2 "$out/spec-$which.err"
+    ;;
+  small-pair)
+    which=${2:-small} m=${MODELS:-/tmp/1bit-models}
+    case $which in
+      small) target=$m/1bit-small-145m-q4_0.gguf draft=$m/1bit-small-draft-19m-q8_0.gguf dflash=$m/1bit-small-dflash-25m-q8_0.gguf ;;
+      tiny) target=$m/1bit-tiny-32m-q8_0.gguf draft=$m/1bit-tiny-draft-6m-q8_0.gguf dflash= ;;
+      *) echo "usage: gpu_measure.sh small-pair [small|tiny]" >&2; exit 2 ;;
+    esac
+    configs=(--config plain=)
+    for n in 2 3 4 7; do configs+=(--config "draft-$n=--draft $draft --draft-max $n"); done
+    if [ -n "$dflash" ]; then
+      for n in 3 7 15; do configs+=(--config "dflash-$n=--dflash $dflash --draft-max $n"); done
+    fi
+    configs+=(--config "ngram=-- --spec-type ngram-mod")
+    "$bin/1bit" bench -m "$target" "${configs[@]}" --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 256 \
+      --json "$out/pair-$which.json" --html "$out/pair-$which.html" >"$out/pair-$which.txt" 2>"$out/pair-$which.err" || true
+    cat "$out/pair-$which.txt"
+    tail -n 2 "$out/pair-$which.err"
     ;;
   decode)
     synth_models llama3-8b:$llama

@@ -20,7 +20,7 @@ case ${1:-status} in
     files=("$stow"/*.gguf)
     [ ${#files[@]} -gt 0 ] || { echo "stow_models: nothing stowed in $stow" >&2; exit 1; }
     mv "${files[@]}" "$root/models/"
-    git -C "$root" diff --quiet -- models || { echo "stow_models: models/ differs from git after putting back" >&2; exit 1; }
+    git -C "$root" diff --quiet -- 'models/*.gguf' || { echo "stow_models: a model differs from git after putting back" >&2; exit 1; }
     echo "stow_models: ${#files[@]} files back in models/" >&2
     ;;
   status)

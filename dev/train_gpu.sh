@@ -13,6 +13,15 @@
 #                             the package list with licenses, and the tokenizer
 #   dev/train_gpu.sh target   the 145M target (Q4_0 GGUF) and the reference data
 #   dev/train_gpu.sh draft    the 19M drafter (Q8_0 GGUF)
+#   dev/train_gpu.sh dflash-data
+#                             the corpus stage's data without a new tokenizer (the shipped one's
+#                             token ids): what dflash trains on; made by dflash when absent
+#   dev/train_gpu.sh dflash-smoke
+#                             20 s of DFlash training on the shipped held-out split, its export
+#                             and the simulation of 2 prompts: checks the path without the corpus
+#   dev/train_gpu.sh dflash   the DFlash drafter of the shipped target (TARGET: its GGUF, default
+#                             CARRY/1bit-small-145m-q4_0.gguf), its Q8_0 GGUF and the simulated
+#                             acceptance (export_dflash.py)
 #   dev/train_gpu.sh send     only returns what earlier stages left to send
 #
 # Inputs (copied in): CARRY/data.tar.xz from prepare_data.sh and CARRY/gguf-py (the engine's);
@@ -63,8 +72,13 @@ pieces() {  # pieces FILE: into the outbox, split when large
 
 [ "$stage" = send ] && exit 0
 
-# The data: tiny trains on the carried corpus, small on the corpus stage's.
-if [ "$family" = small ] && [ "$stage" != corpus ]; then
+# The data: tiny trains on the carried corpus, small on the corpus stage's; the DFlash drafter on
+# the same documents with the shipped tokenizer and target.
+if [ "$family" = small ] && [ "${stage#dflash}" != "$stage" ]; then
+  data=$corpus/data tokenizer=$here/small/tokenizer.json target=${TARGET:-$carry/1bit-small-145m-q4_0.gguf}
+  inputs=("$tokenizer")
+  [ "$stage" = dflash-data ] || inputs+=("$target")
+elif [ "$family" = small ] && [ "$stage" != corpus ]; then
   [ -f "$corpus/tokenizer.json" ] || { echo "train_gpu.sh: run FAMILY=small dev/train_gpu.sh corpus first" >&2; exit 1; }
   data=$corpus/data tokenizer=$corpus/tokenizer.json
   inputs=("$tokenizer")
@@ -153,6 +167,38 @@ case $family:$stage in
     train draft "$work/draft.pt" "${DRAFT_MINUTES:-4}" "$work/train-draft.log" || exit 0
     python3 "$here/export.py" "$work/draft.pt" "$tokenizer" "$data" "$work/out" 1bit-small-draft-19m-q8_0
     pieces "$work/out/1bit-small-draft-19m-q8_0.gguf"
+    ;;
+  small:dflash-smoke)
+    data=$work/data
+    mkdir -p "$data" && tar -xJf "$here/small/heldout.tar.xz" -C "$data"
+    for kind in pretrain chat; do cp "$data/${kind}_test.jsonl" "$data/${kind}_train.jsonl"; done
+    python3 "$here/train_dflash.py" --family small --target "$target" --data "$data" --tokenizer "$tokenizer" \
+      --ckpt "$work/dflash.pt" --budget 0.33 2>&1 | tee "$work/train-dflash-smoke.log"
+    python3 "$here/export_dflash.py" "$work/dflash.pt" "$target" "$tokenizer" "$data" "$work/out" smoke --prompts 2 2>&1 |
+      tee -a "$work/train-dflash-smoke.log"
+    cp "$work/train-dflash-smoke.log" "$out/"
+    ;;
+  small:dflash-data | small:dflash)
+    if [ ! -f "$data/.complete" ]; then
+      rm -rf "$data" && mkdir -p "$data"
+      tar -xJf "$carry/data.tar.xz" -C "$data"
+      python3 "$here/package_corpus.py" "$data" 2>&1 | tee "$work/corpus.log"
+      touch "$data/.complete"
+    fi
+    python3 -c 'import sys, train; [train.tokenized_split(sys.argv[1], sys.argv[2], s) for s in ("train", "test")]' \
+      "$tokenizer" "$data"
+    [ "$stage" = dflash ] || exit 0
+    rc=0
+    python3 "$here/train_dflash.py" --family small --target "$target" --data "$data" --tokenizer "$tokenizer" \
+      --ckpt "$work/dflash.pt" --budget "${DFLASH_MINUTES:-6}" --chunk "${CHUNK_MINUTES:-1e9}" 2>&1 |
+      tee -a "$work/train-dflash.log" || rc=${PIPESTATUS[0]}
+    cp "$work/train-dflash.log" "$outbox/"
+    [ "$rc" -eq 75 ] && { echo "train_gpu.sh: small dflash: the training time is not spent yet; run the same command again" >&2; exit 0; }
+    [ "$rc" -eq 0 ] || exit "$rc"
+    python3 "$here/export_dflash.py" "$work/dflash.pt" "$target" "$tokenizer" "$data" "$work/out" \
+      1bit-small-dflash-25m-q8_0 2>&1 | tee -a "$work/train-dflash.log"
+    cp "$work/train-dflash.log" "$work/out/dflash-reference.json" "$outbox/"
+    pieces "$work/out/1bit-small-dflash-25m-q8_0.gguf"
     ;;
   *) echo "train_gpu.sh: unknown stage $stage for family $family" >&2; exit 1 ;;
 esac

@@ -1,5 +1,6 @@
 // The shipped model: `1bit serve` with no -m serves models/1bit-small (what `make serve` runs),
-// it answers in the template, and --draft with its shipped drafter drafts.
+// it answers in the template, and --draft and --dflash with its shipped drafters draft without
+// changing the greedy answer.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@ using namespace std::chrono_literals;
 
 const std::string kTarget = "/models/1bit-small-145m-q4_0.gguf";
 const std::string kDraft = "/models/1bit-small-draft-19m-q8_0.gguf";
+const std::string kDflash = "/models/1bit-small-dflash-25m-q8_0.gguf";
 
 json chat(int port, const std::string& prompt, int max_tokens) {
   HttpResult r = http_fetch("127.0.0.1", port, "POST", "/v1/chat/completions",
@@ -56,6 +58,29 @@ TEST(DefaultModel, TheShippedDrafterDrafts) {
   EXPECT_GT(j["timings"]["draft_n_accepted"].get<int>(), 0) << j.dump();
   serve.signal(SIGTERM);
   EXPECT_EQ(serve.wait(20s), 0);
+}
+
+TEST(DefaultModel, TheShippedDflashDrafterDraftsTheSameAnswer) {
+  const std::string prompt = "Write a Python function `is_palindrome`: Return True if a string reads the same backwards.";
+  std::string answers[2];
+  for (int i = 0; i < 2; ++i) {
+    TempDir dir;
+    std::vector<std::string> argv = {onebit_binary(), "serve", "--port", "0"};
+    if (i == 1) argv.insert(argv.end(), {"--dflash", source_dir() + kDflash, "--draft-max", "7"});
+    Subprocess serve(argv, {}, dir.path());
+    int port = serve_ready_port(serve);
+    ASSERT_GT(port, 0) << serve.err();
+    json j = chat(port, prompt, 64);
+    answers[i] = j["choices"][0]["message"]["content"];
+    if (i == 1) {
+      // It reads the target's hidden states: trained against this target, some blocks are right.
+      EXPECT_GT(j["timings"]["draft_n"].get<int>(), 0) << j.dump();
+      EXPECT_GT(j["timings"]["draft_n_accepted"].get<int>(), 0) << j.dump();
+    }
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait(20s), 0);
+  }
+  EXPECT_EQ(answers[1], answers[0]);
 }
 
 }  // namespace

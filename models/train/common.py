@@ -51,7 +51,12 @@ FAMILIES = {
                            lr=1e-3, weights="q4_0"),
             "draft": dict(d_model=384, n_layer=4, n_head=6, n_kv_head=2, head_dim=64, d_ff=1024,
                           lr=2e-3, weights="q8_0"),
-        }),
+        },
+        # The DFlash drafter (dflash.py): the target's width and layer shape, so that its layers
+        # start from the target's last three; it reads the inputs of five target layers.
+        dflash=dict(d_model=768, n_layer=3, n_head=12, n_kv_head=4, head_dim=64, d_ff=2560,
+                    target_layers=[1, 4, 8, 12, 15], block_size=16, gamma=7.0, anchors=64,
+                    context=1024, batch=32, lr=6e-4, weights="q8_0")),
 }
 ROPE_BASE = 100000.0
 RMS_EPS = 1e-6

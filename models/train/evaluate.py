@@ -11,10 +11,14 @@ library only):
   code        greedy answers to 50 held-out docstring prompts: the share that parses as Python;
               and for every held-out function whose docstring has doctests that its own source
               passes when run alone: the share of answers that pass them
-  drafting    the same code prompts through `1bit serve` with and without --draft, one run:
-              acceptance (draft_n_accepted / draft_n) and decode speed from the engine's timings
+  drafting    the first 20 code prompts through `1bit serve` without a drafter, with --draft and,
+              where the family has one, with --dflash drafting whole blocks (--draft-max 15), one
+              run: acceptance (draft_n_accepted / draft_n) and decode speed from the engine's
+              timings; the dflash acceptance beside the one export_dflash.py simulated in PyTorch
+              for the same prompts (dflash-reference.json)
 
-  evaluate.py [--family tiny|small] [--build build] [--data DIR] [--ppl-chars N]
+  evaluate.py [--family tiny|small] [--build build] [--data DIR] [--ppl-chars N] [--only drafting]
+  (--only drafting measures the drafting again and keeps the rest of eval.json)
   (defaults by family: tiny reads models/train/{reference.json.gz,data/} and writes
   models/train/eval.json; small reads models/train/small/{reference.json.gz,heldout.tar.xz} and
   writes models/train/small/eval.json)
@@ -42,7 +46,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 FAMILIES = {
     "tiny": dict(target="1bit-tiny-32m-q8_0.gguf", draft="1bit-tiny-draft-6m-q8_0.gguf", dir=HERE, ppl_chars=None),
     "small": dict(target="1bit-small-145m-q4_0.gguf", draft="1bit-small-draft-19m-q8_0.gguf",
-                  dir=os.path.join(HERE, "small"), ppl_chars=400_000),
+                  dflash="1bit-small-dflash-25m-q8_0.gguf", dir=os.path.join(HERE, "small"), ppl_chars=400_000),
 }
 
 
@@ -192,6 +196,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--data", help="the held-out split (default: the family's)")
     ap.add_argument("--ppl-chars", type=int, help="perplexity over at most this much held-out text")
+    ap.add_argument("--only", choices=("drafting",), help="measure only this and keep the rest of eval.json")
     args = ap.parse_args()
     fam = FAMILIES[args.family]
     target, draft = (os.path.join(ROOT, "models", fam[k]) for k in ("target", "draft"))
@@ -206,6 +211,14 @@ def main():
     docs, chats = load_data(data)
     ppl_chars = args.ppl_chars or fam["ppl_chars"]
     result = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores"}
+    eval_path = os.path.join(fam["dir"], "eval.json")
+    if args.only:
+        result = json.load(open(eval_path, encoding="utf-8"))
+        result["drafting"] = drafting(args.build, fam, target, draft, chats)
+        result["drafting_date"] = time.strftime("%Y-%m-%d")
+        with open(eval_path, "w") as f:
+            json.dump(result, f, indent=1, ensure_ascii=False)
+        return
 
     with Serve(args.build, "-m", target, "-np", "1", "-c", "2048") as s:
         result["tokenizer"] = tokenizer_parity(s, reference, docs, chats)
@@ -238,11 +251,20 @@ def main():
                             "draft": perplexity(args.build, draft, docs, ppl_chars)}
     print(f"perplexity: {result['perplexity']}", file=sys.stderr)
 
-    # Drafting: the same prompts through a plain and a drafted serve, one after the other.
+    result["drafting"] = drafting(args.build, fam, target, draft, chats)
+    with open(eval_path, "w") as f:
+        json.dump(result, f, indent=1, ensure_ascii=False)
+
+
+def drafting(build, fam, target, draft, chats):
+    """The same prompts through a plain and each drafted serve, one after the other."""
     prompts = [c["messages"][0]["content"] for c in code_prompts(chats, 20)]
+    configs = [("plain", []), ("draft", ["--draft", draft])]
+    if "dflash" in fam:
+        configs.append(("dflash", ["--dflash", os.path.join(ROOT, "models", fam["dflash"]), "--draft-max", "15"]))
     runs = {}
-    for name, extra in (("plain", []), ("draft", ["--draft", draft])):
-        with Serve(args.build, "-m", target, "-np", "1", *extra) as s:
+    for name, extra in configs:
+        with Serve(build, "-m", target, "-np", "1", *extra) as s:
             answer(s, prompts[0], 16)  # warm-up
             speeds, drafted, accepted = [], 0, 0
             for p in prompts:
@@ -254,10 +276,11 @@ def main():
             runs[name] = {"median_tok_s": speeds[len(speeds) // 2], "mean_tok_s": sum(speeds) / len(speeds),
                           "draft_n": drafted, "draft_n_accepted": accepted,
                           "acceptance": accepted / drafted if drafted else None}
-    result["drafting"] = runs
+    simulated = os.path.join(fam["dir"], "dflash-reference.json")
+    if "dflash" in runs and os.path.exists(simulated):
+        runs["dflash"]["simulated_acceptance"] = json.load(open(simulated))["acceptance"]
     print(f"drafting: {runs}", file=sys.stderr)
-    with open(os.path.join(fam["dir"], "eval.json"), "w") as f:
-        json.dump(result, f, indent=1, ensure_ascii=False)
+    return runs
 
 
 if __name__ == "__main__":

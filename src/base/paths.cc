@@ -43,7 +43,8 @@ std::string default_models_dir() {
 }
 
 std::string default_model_path() {
-  // 1bit-small where it is shipped; 1bit-tiny (kept for fast tests) otherwise.
+  // 1bit-small where it is shipped; 1bit-tiny (kept for fast tests) otherwise. A family's drafters
+  // are named 1bit-FAMILY-draft-* and 1bit-FAMILY-dflash-*.
   for (const fs::path& dir : model_dirs()) {
     for (const char* family : {"1bit-small-", "1bit-tiny-"}) {
       std::error_code ec;
@@ -51,7 +52,7 @@ std::string default_model_path() {
       for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (name.rfind(family, 0) == 0 && entry.path().extension() == ".gguf" &&
-            name.find("draft") == std::string::npos)
+            name.find("-draft-") == std::string::npos && name.find("-dflash-") == std::string::npos)
           found.push_back(entry.path().lexically_normal().string());
       }
       if (!found.empty()) return *std::min_element(found.begin(), found.end());

@@ -111,8 +111,8 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (!o.flash_attn.empty()) b.add_own(a, "-fa", {"-fa", o.flash_attn});
   if (o.parallel) b.add_own(a, "-np", {"-np", std::to_string(*o.parallel)});
 
-  // The drafter's own flags are fixed by the option; its layer count and dflash draft length are
-  // defaults the user may set after "--".
+  // The drafter's own flags are fixed by the option; its layer count is a default the user may
+  // set after "--".
   const std::string kind = o.drafter_kind();
   if (kind != "none") {
     const std::string option = "--" + kind;
@@ -125,13 +125,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
       if (!gpu) b.add_default(a, {"-devd", "none"});
     }
   }
-  if (o.draft_max) {
-    b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*o.draft_max)});
-  } else if (kind == "dflash") {
-    const int64_t n = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
-    const std::string value = std::to_string(n);
-    b.add_default(a, {"--spec-draft-n-max", value.c_str()});
-  }
+  if (o.draft_max) b.add_own(a, "--draft-max", {"--spec-draft-n-max", std::to_string(*o.draft_max)});
   if (!o.draft_p_min.empty()) b.add_own(a, "--draft-p-min", {"--spec-draft-p-min", o.draft_p_min});
 
   a.insert(a.end(), user.begin(), user.end());
@@ -142,6 +136,13 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
     RecipeTarget target{in.where.device, in.where.gpu, kind, in.model, in.machine};
     plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
     plan.env_added = child_env.added;
+  }
+  // A dflash drafter drafts at most a block less its first token: the file's own limit, unless
+  // the user or a recipe (a measured length for a pair) chose one.
+  if (kind == "dflash" && !engine.present_on(a, b.option("--spec-draft-n-max")) &&
+      !b.env_sets(b.option("--spec-draft-n-max"))) {
+    const int64_t n = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
+    a.insert(a.end(), {"--spec-draft-n-max", std::to_string(n)});
   }
   return plan;
 }

@@ -89,6 +89,27 @@ TEST(LaunchPlan, DflashDraftLengthComesFromTheBlockSize) {
   EXPECT_EQ(a.back(), "3");
 }
 
+// A measured draft length for a pair (a recipe) wins over the block size, which is only the most a
+// dflash file can draft.
+TEST(LaunchPlan, DflashDraftLengthGivesWayToARecipe) {
+  Fixture f;
+  f.options.dflash = "df.gguf";
+  f.drafter.drafter = "dflash";
+  f.drafter.block_size = 16;
+  f.recipes = parse_recipes(
+      R"({"recipes": [{"id": "short", "match": {"drafter": ["dflash"]}, "args": ["--spec-draft-n-max", "3"],
+                       "measured": "m"}]})",
+      "t.json", EngineArgs::builtin());
+  LaunchPlan p = f.plan("cpu", true);
+  EXPECT_EQ(std::count(p.args.begin(), p.args.end(), "--spec-draft-n-max"), 1);
+  EXPECT_EQ(p.args.back(), "3");
+  EXPECT_EQ(p.recipe_lines(), (Args{"1bit serve: recipe short: --spec-draft-n-max 3"}));
+  f.options.draft_max = 5;  // serve's own option wins over both
+  p = f.plan("cpu", true);
+  EXPECT_EQ(std::count(p.args.begin(), p.args.end(), "--spec-draft-n-max"), 1);
+  EXPECT_TRUE(p.applied.empty());
+}
+
 // Each drafter kind has its engine type; one in a file of its own is placed like the model, the
 // model's own next-token layer needs no file.
 TEST(LaunchPlan, EachDrafterKindHasItsSpecType) {

@@ -108,7 +108,7 @@ std::vector<std::pair<std::string, std::string>> serve_owned(const ServeOptions&
   if (o.ctx_size) out.push_back({"-c", "--ctx-size"});
   if (!o.flash_attn.empty()) out.push_back({"-fa", "--flash-attn"});
   if (o.parallel) out.push_back({"-np", "--parallel"});
-  if (o.draft_max || o.drafter_kind() == "dflash") out.push_back({"--spec-draft-n-max", "--draft-max"});
+  if (o.draft_max) out.push_back({"--spec-draft-n-max", "--draft-max"});
   if (!o.draft_p_min.empty()) out.push_back({"--draft-p-min", "--draft-p-min"});
   return out;
 }

@@ -37,7 +37,7 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
        },
        {}, [](const std::string& next) { return next.size() > 5 && next.compare(next.size() - 5, 5, ".gguf") == 0 && next[0] != '-'; },
        "HEAD.gguf"},
-      {{"--draft-max"}, "N", "most tokens drafted per step (default: dflash block size - 1, or 16)",
+      {{"--draft-max"}, "N", "most tokens drafted per step (default: a recipe's, else dflash: block size - 1, others: the engine's 3)",
        [&o](const std::string& v) { o.draft_max = parse_int_option("--draft-max", v, 1, 1024); }},
       {{"--draft-p-min"}, "P", "least probability for a drafted token to be kept, 0..1",
        [&o](const std::string& v) {
