@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The shipped GGUFs (models/*.gguf, about 160 MB) are more than the 64 MiB of working tree that
-# travels to the GPU machine, and no stage there needs them. `dev/stow_models.sh out` moves them
-# out of the checkout before a GPU call (a tracked file missing from the working tree does not
-# travel); `dev/stow_models.sh in` puts them back. `status` says where they are.
+# The shipped GGUFs (models/*.gguf, about 190 MB) are more than the 64 MiB of working tree that
+# travels to the GPU machine. `dev/stow_models.sh out` moves them out of the checkout before a GPU
+# call (a tracked file missing from the working tree does not travel); `dev/stow_models.sh in`
+# puts them back. `status` says where they are. The stages that need them there (train_gpu.sh
+# dflash, gpu_measure.sh small-pair) get them as pieces split under .gpu/ and carried one
+# command at a time (`head -c` / `tail -c`, joined with cat on that machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 stow=${ONEBIT_STOW_DIR:-/tmp/1bit-stowed-models}
