@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from common import RMS_EPS, ROPE_BASE
-from model import RMSNorm, TinyQwen3, rope
+from model import Block, RMSNorm, TinyQwen3, rope
 
 
 def load_target(path, cfg, vocab):
@@ -48,22 +48,9 @@ def target_features(target, tokens, layers):
     return logits, torch.cat([feats[i] for i in layers], dim=-1)
 
 
-class DraftBlock(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        d, hd = cfg["d_model"], cfg["head_dim"]
-        self.n_head, self.n_kv, self.hd = cfg["n_head"], cfg["n_kv_head"], hd
-        self.attn_norm = RMSNorm(d)
-        self.attn_q = nn.Linear(d, self.n_head * hd, bias=False)
-        self.attn_k = nn.Linear(d, self.n_kv * hd, bias=False)
-        self.attn_v = nn.Linear(d, self.n_kv * hd, bias=False)
-        self.attn_output = nn.Linear(self.n_head * hd, d, bias=False)
-        self.attn_q_norm = RMSNorm(hd)
-        self.attn_k_norm = RMSNorm(hd)
-        self.ffn_norm = RMSNorm(d)
-        self.ffn_gate = nn.Linear(d, cfg["d_ff"], bias=False)
-        self.ffn_up = nn.Linear(d, cfg["d_ff"], bias=False)
-        self.ffn_down = nn.Linear(cfg["d_ff"], d, bias=False)
+class DraftBlock(Block):
+    """The target's layer (its weights' names and shapes, so one can start from the other), with
+    keys and values also made from the fused context and attention that is not causal."""
 
     def kv(self, h, cos, sin):
         b, t, _ = h.shape

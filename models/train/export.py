@@ -45,6 +45,19 @@ def vocab_of(tok_path):
     return tokens, types, merges
 
 
+def add_tokenizer(w, tokens, types, merges):
+    """The family's tokenizer keys: byte-level BPE with the Qwen2 split, no BOS added."""
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(GGUF_PRE)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(tokens.index(EOT))
+    w.add_eos_token_id(tokens.index(IM_END))
+    w.add_pad_token_id(tokens.index(EOT))
+    w.add_add_bos_token(False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ckpt")
@@ -76,15 +89,7 @@ def main():
     w.add_rope_freq_base(ROPE_BASE)
     w.add_layer_norm_rms_eps(RMS_EPS)
     w.add_file_type(ftype)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre(GGUF_PRE)
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(tokens.index(EOT))
-    w.add_eos_token_id(tokens.index(IM_END))
-    w.add_pad_token_id(tokens.index(EOT))
-    w.add_add_bos_token(False)
+    add_tokenizer(w, tokens, types, merges)
     w.add_chat_template(CHAT_TEMPLATE)
 
     rounded = {}

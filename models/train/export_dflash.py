@@ -20,9 +20,9 @@ import numpy as np
 import torch
 
 import gguf
-from common import FAMILIES, GGUF_PRE, IM_END, RMS_EPS, ROPE_BASE, EOT, format_chat
+from common import FAMILIES, IM_END, RMS_EPS, ROPE_BASE, format_chat
 from dflash import DFlashDrafter, load_target, target_features
-from export import TYPES, vocab_of
+from export import TYPES, add_tokenizer, vocab_of
 from tokenizers import Tokenizer
 
 # The module names of dflash.py against the engine's tensor names.
@@ -46,16 +46,8 @@ def write_gguf(path, name, cfg, family, state, tokens, types, merges, mask_id):
     w.add_file_type(ftype)
     w.add_uint32("dflash.block_size", cfg["block_size"])
     w.add_array("dflash.target_layers", cfg["target_layers"])
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre(GGUF_PRE)
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(tokens.index(EOT))
-    w.add_eos_token_id(tokens.index(IM_END))
-    w.add_pad_token_id(tokens.index(EOT))
+    add_tokenizer(w, tokens, types, merges)
     w.add_mask_token_id(mask_id)
-    w.add_add_bos_token(False)
     rounded = {}
     for key, t in state.items():
         arr = t.float().cpu().numpy()

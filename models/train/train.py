@@ -34,6 +34,12 @@ WARMUP_S = 20.0     # seconds of linear warm-up
 MIN_LR_FRACTION = 0.1
 
 
+def learning_rate(base_lr, spent, budget_s):
+    """Linear warm-up over WARMUP_S, then cosine decay to MIN_LR_FRACTION at the budget's end."""
+    return base_lr * (min(1.0, spent / WARMUP_S) *
+                      (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * (spent / budget_s)))))
+
+
 def load_documents(data_dir, split):
     """(kind, text) for every document and chat pair of a split."""
     docs = []
@@ -166,9 +172,7 @@ def main():
     loader = batches(train, args.seed * 1000 + step, mix, batch, context)
     tokens_seen, last_print, last_val = 0, time.time(), time.time()
     while spent < budget_s and spent - spent0 < chunk_s:
-        frac = spent / budget_s
-        lr = base_lr * (min(1.0, spent / WARMUP_S) *
-                                (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * frac))))
+        lr = learning_rate(base_lr, spent, budget_s)
         for g in opt.param_groups:
             g["lr"] = lr
         t = time.time()

@@ -14,7 +14,6 @@ the validation slice. The mask token is the training split's least used token (i
 the drafter shares the target's embedding, so the mask must be a row no text needs."""
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ from tokenizers import Tokenizer
 
 from common import FAMILIES
 from dflash import DFlashDrafter, blocks, load_target, target_features
-from train import UNFINISHED, WARMUP_S, MIN_LR_FRACTION, batches, tokenized_split
+from train import UNFINISHED, batches, learning_rate, tokenized_split
 
 
 def block_loss(drafter, target, cfg, x, anchors, mask_id, weights):
@@ -121,8 +120,7 @@ def main():
     gen = torch.Generator(device=device).manual_seed(args.seed * 1000 + step)
     seen, last_print, last_val = 0, time.time(), time.time()
     while spent < budget_s and spent - spent0 < chunk_s:
-        lr = cfg["lr"] * (min(1.0, spent / WARMUP_S) *
-                          (MIN_LR_FRACTION + (1 - MIN_LR_FRACTION) * 0.5 * (1 + math.cos(math.pi * spent / budget_s))))
+        lr = learning_rate(cfg["lr"], spent, budget_s)
         for g in opt.param_groups:
             g["lr"] = lr
         t = time.time()

@@ -139,10 +139,12 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   }
   // A dflash drafter drafts at most a block less its first token: the file's own limit, unless
   // the user or a recipe (a measured length for a pair) chose one.
-  if (kind == "dflash" && !engine.present_on(a, b.option("--spec-draft-n-max")) &&
-      !b.env_sets(b.option("--spec-draft-n-max"))) {
-    const int64_t n = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
-    a.insert(a.end(), {"--spec-draft-n-max", std::to_string(n)});
+  if (kind == "dflash") {
+    const EngineOption& draft_n_max = b.option("--spec-draft-n-max");
+    if (!engine.present_on(a, draft_n_max) && !b.env_sets(draft_n_max)) {
+      const int64_t n = in.drafter != nullptr && in.drafter->block_size ? *in.drafter->block_size - 1 : 16;
+      a.insert(a.end(), {"--spec-draft-n-max", std::to_string(n)});
+    }
   }
   return plan;
 }
