@@ -77,12 +77,20 @@
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
+#   dev/gpu_measure.sh verify-cols   the verification products of 9-16 columns (a step with 8-15
+#                                    drafted tokens): v5 inside the engine against MMVQ and MMQ at
+#                                    1-16 columns (the gemv driver, unset and =v5), llama-bench
+#                                    pp1-pp16 on Llama 3 8B Q4_0 unset, =auto and =v5 alternating,
+#                                    every kernel of a 16-token batch under Nsight Compute (unset
+#                                    and =v5), the drafters' own time per step from the engine's
+#                                    statistics (dflash 15, eagle3 7, draft model 7), and the step
+#                                    costs of dflash and eagle3 through 1bit serve unset, =auto, =v5
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|small-pair|decode"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|small-pair|decode"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -367,6 +375,53 @@ case $stage in
     cat "$out/spec-$which.txt"
     [ "$which" = llama ] && cat "$out/spec-draft-plain.txt"
     tail -n 2 "$out/spec-$which.err"
+    ;;
+  verify-cols)
+    eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
+    for v in unset v5; do
+      sw=; [ $v = v5 ] && sw=ONEBIT_GEMV_Q4_0=v5
+      env $sw "$bin/gemv_q4_0_driver" --bench-mode --reps 5 --variant v5 \
+        --filter /normal/ >"$out/gemv-cols-$v.log" 2>&1 || true
+    done
+    # A verification batch of n tokens is ppN; alternating twice: small batches move by a few percent.
+    for switch in "" ONEBIT_GEMV_Q4_0=auto ONEBIT_GEMV_Q4_0=v5 "" ONEBIT_GEMV_Q4_0=auto ONEBIT_GEMV_Q4_0=v5; do
+      echo "== ${switch:-no switch}: pp1-pp16 on Llama 3 8B Q4_0"
+      env $switch "$bin/llama-bench" -m "$llama" -p 1,2,4,8,9,10,12,14,16 -n 0 -r 10 -fa 1 -o md || echo "llama-bench failed"
+    done >"$out/verify-cols.md" 2>&1
+    # Every kernel of llama-bench's two 16-token batches (its warm-up and one timed run).
+    for switch in "" ONEBIT_GEMV_Q4_0=v5; do
+      name=${switch:+v5}
+      env $switch ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+        "$bin/llama-bench" -m "$llama" -p 16 -n 0 -r 1 -fa 1 >"$out/ncu-pp16-${name:-unset}.csv" 2>"$out/ncu-pp16-${name:-unset}.err" || true
+    done
+    # The drafters' own time: the engine's speculative statistics at the end of a request
+    # (calls and milliseconds of begin, generate and accept), 128 tokens of code, greedy.
+    port=18431
+    for kind in "dflash-15 --dflash $dflash --draft-max 15" "eagle3-7 --eagle3 $eagle3 --draft-max 7" "draft-7 --draft $draft --draft-max 7"; do
+      read -r name args <<<"$kind"
+      "$bin/1bit" serve -m "$llama" $args --port $port --engine-log "$out/stats-$name.log" >/dev/null 2>&1 &
+      pid=$!
+      for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
+      curl -s "http://127.0.0.1:$port/completion" -H 'Content-Type: application/json' \
+        -d '{"prompt": "def quicksort(xs):\n    if len(xs) <= 1:\n        return xs\n", "n_predict": 128, "temperature": 0}' \
+        >"$out/stats-$name.json" || true
+      sleep 1
+      kill $pid; wait $pid || true
+    done
+    spec_opts=(--rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64)
+    "$bin/1bit" bench -m "$llama" --config plain= \
+      --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-auto=ONEBIT_GEMV_Q4_0=auto --dflash $dflash --draft-max 7" \
+      --config "dflash-15=--dflash $dflash --draft-max 15" --config "dflash-15-v5=ONEBIT_GEMV_Q4_0=v5 --dflash $dflash --draft-max 15" \
+      --config "eagle3-7=--eagle3 $eagle3 --draft-max 7" --config "eagle3-7-auto=ONEBIT_GEMV_Q4_0=auto --eagle3 $eagle3 --draft-max 7" \
+      --config "eagle3-15=--eagle3 $eagle3 --draft-max 15" --config "eagle3-15-v5=ONEBIT_GEMV_Q4_0=v5 --eagle3 $eagle3 --draft-max 15" \
+      "${spec_opts[@]}" --json "$out/verify-spec.json" >"$out/verify-spec.txt" 2>"$out/verify-spec.err" || true
+    grep -hE '^engine_ms:.*n(1|8|9|12|16) ' "$out/gemv-cols-unset.log" | head -30 || true
+    grep -hE '^case_ms:.*n(9|12|16) ' "$out/gemv-cols-unset.log" | head -20 || true
+    grep -E '^==| pp[0-9]+ |failed' "$out/verify-cols.md" || true
+    grep -h 'dur(' "$out"/stats-*.log || true
+    cat "$out/verify-spec.txt"
+    tail -n 2 "$out/verify-spec.err"
     ;;
   small-pair)
     which=${2:-small} m=${MODELS:-/tmp/1bit-models}

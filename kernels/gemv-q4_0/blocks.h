@@ -32,7 +32,7 @@ static_assert(sizeof(BlockQ8_1) == 36, "Q8_1 block must match ggml's");
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
-// A problem: W (rows x k, Q4_0) times X (k x cols, Q8_1), cols in 1..8.
+// A problem: W (rows x k, Q4_0) times X (k x cols, Q8_1), cols in 1..16.
 struct Problem {
   std::string name;
   int64_t rows = 0, k = 0;

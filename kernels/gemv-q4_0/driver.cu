@@ -1,5 +1,5 @@
-// The GEMV task's driver. Checks the kernel on every case (shape x mode x 1-8 columns) against
-// the float64 oracle, then with --bench-mode times it on the real shapes with cold L2 (several
+// The GEMV task's driver. Checks the kernel on every case (shape x mode x 1-8 columns, v5 1-16)
+// against the float64 oracle, then with --bench-mode times it on the real shapes with cold L2 (several
 // copies of the weights, used in turn), times the engine's own MMVQ on the same data through
 // ggml's backend API in the same run, and prints the contract's lines:
 //   case <name> snr <dB> ...        one line per case
@@ -8,7 +8,8 @@
 //   wall_ms: <case> <sorted times>  per timed case (--bench-mode)
 //   case_ms: <case> <median>
 //
-//   engine_ms: <case> <median>              the engine's MMVQ on the same data
+//   engine_ms: <case> <median>              the engine's MUL_MAT on the same data (MMVQ at 1-8
+//                                           columns, MMQ at 9-16)
 //   floor_ms: <shape> <median>              reading W alone, as fast as plain loads go (the
 //                                           best of 36 kernel shapes): what no GEMV of that
 //                                           shape can beat
@@ -46,7 +47,8 @@ using kernels::upload;
 
 
 #ifndef KERNELS_NO_ENGINE
-// The engine's MUL_MAT (MMVQ for these column counts) on the same weights, through ggml.
+// The engine's MUL_MAT on the same weights, through ggml: MMVQ at 1-8 columns, MMQ at 9-16,
+// unless ONEBIT_GEMV_Q4_0 sends them to 1bit's kernel.
 class EngineMatmul {
  public:
   EngineMatmul(const Problem& p, int cols, int copies) : g_(2 * copies + 4), cols_(cols), copies_(copies) {
@@ -214,16 +216,16 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes()) {
     for (Mode m : all_modes()) {
       if (!o.filter.empty() && case_name(s, m, 8).find(o.filter) == std::string::npos) continue;
-      Problem p = make_problem(s.name, s.rows, s.k, 8, m, 1);
+      Problem p = make_problem(s.name, s.rows, s.k, kMaxCols, m, 1);
       Expected want = expected_for(s, p);
       BlockQ4_0* w = upload(p.w);
       BlockQ8_1* x = upload(p.x);
       float* out = nullptr;
-      check_cuda(cudaMalloc(&out, sizeof(float) * s.rows * 8), "cudaMalloc");
+      check_cuda(cudaMalloc(&out, sizeof(float) * s.rows * kMaxCols), "cudaMalloc");
       for (const Variant& var : selected)
-        for (int cols = 1; cols <= 8; ++cols) {
+        for (int cols = 1; cols <= var.max_cols; ++cols) {
           const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
-          check_cuda(cudaMemset(out, 0xff, sizeof(float) * s.rows * 8), "poison");  // NaN: unwritten shows
+          check_cuda(cudaMemset(out, 0xff, sizeof(float) * s.rows * kMaxCols), "poison");  // NaN: unwritten shows
           check_cuda(var.run(w, x, s.k / kBlock, out, s.rows, s.k, cols, nullptr), name.c_str());
           std::vector<float> host(static_cast<size_t>(s.rows * cols));
           check_cuda(cudaMemcpy(host.data(), out, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
@@ -246,7 +248,7 @@ int main(int argc, char** argv) {
         const double floor_ms = read_floor_ms(ws, wbytes, o.reps, e0, e1, how);
         std::printf("floor_ms: %s %.4f  (%.0f GB/s, %.0f%% of copy bandwidth; %s)\n", s.name, floor_ms,
                     wbytes / (floor_ms * 1e-3) / 1e9, 100.0 * wbytes / (floor_ms * 1e-3) / copy_bw, how.c_str());
-        for (int cols = 1; cols <= 8; ++cols) {
+        for (int cols = 1; cols <= kMaxCols; ++cols) {
           double emed = 0;
 #ifndef KERNELS_NO_ENGINE
           if (o.engine) {
@@ -263,6 +265,7 @@ int main(int argc, char** argv) {
           }
 #endif
           for (const Variant& var : selected) {
+            if (cols > var.max_cols) continue;
             const std::string name = std::string(var.name) + "/" + case_name(s, m, cols);
             const std::vector<double> ms = pass_times(ws, o.reps, e0, e1, [&](BlockQ4_0* wc) {
               var.run(wc, x, s.k / kBlock, out, s.rows, s.k, cols, nullptr);

@@ -1,7 +1,7 @@
 // The GEMV kernels' contract: out[c * rows + r] = sum over k of W[r, k] * X[k, c] for c < cols,
 // with W in Q4_0 blocks (row-major, k/32 blocks a row) and X in Q8_1 blocks (column after column,
 // x_stride blocks apart: k/32, or more where the engine pads its quantized activations), k a
-// multiple of 32, 1 <= cols <= 8, any rows. Runs on `stream`, returns launch errors.
+// multiple of 32, 1 <= cols <= 8 (v5: 16), any rows. Runs on `stream`, returns launch errors.
 //
 // These are the variants the engine dispatches (ONEBIT_GEMV_Q4_0 names them); variants/ holds
 // those that lost, which the driver and the emulator check also run.
@@ -15,14 +15,16 @@
 
 namespace gemv {
 
+constexpr int kMaxCols = 16;  // the most columns a variant takes (v5); the others take 8
+
 using GemvFn = cudaError_t (*)(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                                int64_t k, int cols, cudaStream_t stream);
 
 // v2: int8 tensor cores (mma m16n8k32), k split over a CTA's 8 warps, 16 rows a CTA (mma.cu).
 // v3: v2's arithmetic fed through a cp.async ring of 16-byte copies, 16 rows a CTA; v3-wide: 32
 // rows; v3-tall: 64 rows with a shallower ring. v4, v4-wide: v3, v3-wide with each warp meeting
-// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring, two CTAs an SM
-// (staged.cu).
+// only itself per stage (its ring is its own). v5: v4-wide with a 2-stage ring, two CTAs an SM,
+// and up to 16 columns on two column tiles (staged.cu).
 cudaError_t gemv_v2(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
 

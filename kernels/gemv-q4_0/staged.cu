@@ -1,5 +1,5 @@
 // v3 to v5 of the GEMV: v2's int8 mma fed by a cp.async ring (staged.cuh), in the CTA shapes and
-// ring depths the engine dispatches.
+// ring depths the engine dispatches; v5 also takes 9-16 columns, on two column tiles.
 #include "kernel.cuh"
 #include "staged.cuh"
 
@@ -32,7 +32,8 @@ cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_strid
 
 cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream) {
-  return staged::launch<2, 2, true>(w, x, x_stride, out, rows, k, cols, stream);
+  if (cols <= 8) return staged::launch<2, 2, true>(w, x, x_stride, out, rows, k, cols, stream);
+  return staged::launch<2, 2, true, 2>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 }  // namespace gemv

@@ -20,6 +20,12 @@
 // CTAs an SM (80 and 64 registers, some spilling) was slower at every shape (26-37 us on
 // 4096 x 14336).
 //
+// Up to 16 columns (kColTiles = 2, v5 only): a speculative step's verification of 9-16 tokens.
+// Each weight fragment then meets two column tiles on two mma, so W is still read once. The
+// second tile's activation fragments would not fit the registers twice over (two CTAs an SM
+// leave 128 a thread), so such a kernel loads a stage's fragments at the stage's start instead
+// of one stage ahead; the wait for the stage's weights covers their loads (they come from L2).
+//
 // Needs rows whose byte length is a multiple of 16 (k a positive multiple of 256) and 16-byte
 // aligned W; other shapes go to v2, which computes the same sums.
 #pragma once
@@ -53,7 +59,7 @@ constexpr size_t smem_bytes() {
   return size_t{kWarps} * kStages * 16 * kTiles * kRowBytes;
 }
 
-template <int kTiles, int kStages, bool kWarpSync>
+template <int kTiles, int kStages, bool kWarpSync, int kColTiles>
 __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __restrict__ w,
                                                            const BlockQ8_1* __restrict__ x, int64_t x_stride,
                                                            float* __restrict__ out, int64_t rows, int64_t nb,
@@ -98,23 +104,31 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
     async_commit();
   };
 
-  const bool b_ok = g < cols, s0_ok = 2 * t < cols, s1_ok = 2 * t + 1 < cols;
-  const BlockQ8_1* xb = x + (b_ok ? g : 0) * x_stride;
-  const BlockQ8_1* xs0 = x + (s0_ok ? 2 * t : 0) * x_stride;
-  const BlockQ8_1* xs1 = x + (s1_ok ? 2 * t + 1 : 0) * x_stride;
+  // Column tile n holds columns 8n..8n+7: this lane's B fragment is column 8n + g's, its scales
+  // those of columns 8n + 2t and 8n + 2t + 1.
+  const BlockQ8_1 *xb[kColTiles], *xs0[kColTiles], *xs1[kColTiles];
+#pragma unroll
+  for (int n = 0; n < kColTiles; ++n) {
+    const int cb = 8 * n + g, c0 = 8 * n + 2 * t, c1 = c0 + 1;
+    xb[n] = x + (cb < cols ? cb : 0) * x_stride;
+    xs0[n] = x + (c0 < cols ? c0 : 0) * x_stride;
+    xs1[n] = x + (c1 < cols ? c1 : 0) * x_stride;
+  }
   // No branches: an absent column reads column 0's blocks and a stage past the warp's range reads
   // blocks 0..7; neither result is ever used (absent columns' outputs are not written, and a stage
   // past the range is not multiplied).
-  auto load_x = [&](XFrag& f, int64_t j) {
+  auto load_x = [&](XFrag (&f)[kColTiles], int64_t j) {
     const int64_t bb0 = j < count ? (first + j) * kSuper : 0;
 #pragma unroll
-    for (int u = 0; u < kSuper; ++u) {
-      const int* q = reinterpret_cast<const int*>(xb[bb0 + u].qs);
-      f.q[u][0] = q[t];
-      f.q[u][1] = q[4 + t];
-      f.d[u][0] = half_bits(xs0[bb0 + u].d);
-      f.d[u][1] = half_bits(xs1[bb0 + u].d);
-    }
+    for (int n = 0; n < kColTiles; ++n)
+#pragma unroll
+      for (int u = 0; u < kSuper; ++u) {
+        const int* q = reinterpret_cast<const int*>(xb[n][bb0 + u].qs);
+        f[n].q[u][0] = q[t];
+        f[n].q[u][1] = q[4 + t];
+        f[n].d[u][0] = half_bits(xs0[n][bb0 + u].d);
+        f[n].d[u][1] = half_bits(xs1[n][bb0 + u].d);
+      }
   };
 
   // Where a stage's copies become visible, and where its slot may be filled again.
@@ -123,13 +137,15 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
     else __syncthreads();
   };
 
-  float acc[kTiles][4] = {};
+  constexpr bool kAhead = kColTiles == 1;  // activation fragments one stage ahead
+  float acc[kColTiles][kTiles][4] = {};
   for (int j = 0; j < kStages - 1; ++j) issue(j);
-  XFrag cur, next;
-  load_x(cur, 0);
+  XFrag cur[kColTiles], next[kAhead ? kColTiles : 1];
+  if constexpr (kAhead) load_x(cur, 0);
   for (int64_t j = 0; j < per; ++j) {
     issue(j + kStages - 1);
-    load_x(next, j + 1);
+    if constexpr (kAhead) load_x(next, j + 1);
+    else load_x(cur, j);
     async_wait<kStages - 1>();
     stage_barrier();  // every lane's pieces of stage j have landed
     if (j < count) {
@@ -148,24 +164,37 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_staged(const BlockQ4_0* __re
             dw[h] = half_bits(b16[0]);
             wq[h] = quants_at(reinterpret_cast<const uint8_t*>(b16 + 1), t);
           }
-          add_block_mma(acc[m], wq[0], wq[1], dw[0], dw[1], cur.q[u], cur.d[u][0], cur.d[u][1]);
+#pragma unroll
+          for (int n = 0; n < kColTiles; ++n)
+            add_block_mma(acc[n][m], wq[0], wq[1], dw[0], dw[1], cur[n].q[u], cur[n].d[u][0], cur[n].d[u][1]);
         }
     }
-    cur = next;
+    if constexpr (kAhead) cur[0] = next[0];
     stage_barrier();  // stage j's slot is read by all its readers before it is filled again
   }
 
-  store_warp_sums<kWarps, kTiles>(acc, row0, rows, cols, out);
+#pragma unroll
+  for (int n = 0; n < kColTiles; ++n) {
+    if (n > 0) __syncthreads();  // the sums' shared memory is read before the next tile's fill it
+    store_warp_sums<kWarps, kTiles>(acc[n], row0, rows, cols - 8 * n, out + 8 * n * rows);
+  }
 }
 
-template <int kTiles, int kStages, bool kWarpSync>
+// cols up to 8 * kColTiles; shapes the ring does not take go to v2, 8 columns at a time.
+template <int kTiles, int kStages, bool kWarpSync, int kColTiles = 1>
 cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                    int cols, cudaStream_t stream) {
-  if (k % kBlock != 0 || cols < 1 || cols > 8 || rows < 1) return cudaErrorInvalidValue;
+  if (k % kBlock != 0 || cols < 1 || cols > 8 * kColTiles || rows < 1) return cudaErrorInvalidValue;
   const int64_t nb = k / kBlock;
-  if (nb < kSuper || nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
-    return gemv_v2(w, x, x_stride, out, rows, k, cols, stream);
-  auto* kernel = gemv_staged<kTiles, kStages, kWarpSync>;
+  if (nb < kSuper || nb % kSuper != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+    for (int c = 0; c < cols; c += 8) {
+      const cudaError_t e = gemv_v2(w, x + c * x_stride, x_stride, out + c * rows, rows, k, cols - c < 8 ? cols - c : 8,
+                                    stream);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }
+  auto* kernel = gemv_staged<kTiles, kStages, kWarpSync, kColTiles>;
   constexpr int bytes = static_cast<int>(smem_bytes<kTiles, kStages>());
   static std::atomic<uint64_t> ready{0};
   const cudaError_t e = allow_dynamic_shared(kernel, bytes, ready);

@@ -14,7 +14,7 @@ const std::vector<Variant>& variants() {
       {"v3-tall", "v2 fed by a 2-stage cp.async ring, 64 rows a CTA", gemv_v3_tall},
       {"v4", "v3 with warp-level stage barriers, 16 rows a CTA", gemv_v4},
       {"v4-wide", "v3 with warp-level stage barriers, 32 rows a CTA", gemv_v4_wide},
-      {"v5", "v4-wide with a 2-stage ring, two CTAs an SM", gemv_v5},
+      {"v5", "v4-wide with a 2-stage ring, two CTAs an SM, up to 16 columns", gemv_v5, kMaxCols},
       {"v5-narrow", "v5 with 16 rows a CTA", gemv_v5_narrow},
       {"v6", "v5 with persistent CTAs: one wave, the ring kept filled across row tiles", gemv_v6},
   };

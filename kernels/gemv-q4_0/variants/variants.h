@@ -15,6 +15,7 @@ struct Variant {
   const char* name;
   const char* what;
   GemvFn run;
+  int max_cols = 8;
 };
 
 // In the order the driver runs them.
