@@ -84,9 +84,10 @@ int main() {
     }
   }
   // The engine's choice between v5 and MMVQ against what the H200 measured inside the engine
-  // (docs/results.md, 2026-11-30): v5 was faster from `wins_from` columns on (9: never). The
-  // rule must never pick a product MMVQ won, and picks exactly from `chosen_from` (the one win it
-  // leaves to MMVQ is 4096 x 14336 at 4 columns, by 4%).
+  // (docs/results.md, 2026-11-30; 9-16 columns against MMQ on the H100, 2026-12-02): v5 was
+  // faster from `wins_from` columns on (1024 x 4096: from 9, against MMQ). The rule must never
+  // pick a product the engine won, and picks exactly from `chosen_from` (the one win it leaves to
+  // MMVQ is 4096 x 14336 at 4 columns, by 4%).
   {
     struct Measured {
       int64_t rows, k;
@@ -96,7 +97,7 @@ int main() {
                                  {5120, 17408, 5, 5}, {151936, 4096, 1, 1}, {1024, 4096, 9, 9}};
     alignas(16) static const char weights[16] = {};
     for (const Measured& m : measured)
-      for (int cols = 1; cols <= 8; ++cols) {
+      for (int cols = 1; cols <= kMaxCols; ++cols) {
         const bool chosen = v5_beats_mmvq(weights, m.rows, m.k, cols);
         if (chosen != (cols >= m.chosen_from) || (chosen && cols < m.wins_from)) {
           std::printf("case dispatch/%lldx%lld/n%d: v5_beats_mmvq says %d; v5 won from %d columns\n",
@@ -104,7 +105,8 @@ int main() {
           ++failures;
         }
       }
-    if (v5_beats_mmvq(weights + 2, 4096, 14336, 8) || v5_beats_mmvq(weights, 4096, 4128, 8)) {
+    if (v5_beats_mmvq(weights + 2, 4096, 14336, 8) || v5_beats_mmvq(weights + 2, 4096, 14336, 16) ||
+        v5_beats_mmvq(weights, 4096, 4128, 8) || v5_beats_mmvq(weights, 4096, 4128, 16)) {
       std::printf("case dispatch: v5 chosen for a shape its ring does not take\n");
       ++failures;
     }

@@ -41,17 +41,19 @@ cudaError_t gemv_v4_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_strid
 cudaError_t gemv_v5(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
 
-// Whether v5 beats the engine's MMVQ on a product, from the H200 measurements inside the engine
+// Whether v5 beats the engine's MMVQ (MMQ at 9-16 columns) on a product, from the H200 measurements inside the engine
 // (docs/results.md, 2026-11-30: both sides timed through ggml, activation quantization
 // included): at every column count on an output head (151936 rows); from 5 columns on shapes of
 // 4096 rows or more holding at least 2^25 weights (it also won the 4-column product of
 // 4096 x 14336, by 4%, left to MMVQ here); from 7 columns on smaller ones of 4096 rows or more
 // (4096 x 4096 lost by 8% and 4% at 5 and 6); never on 1024 rows (32 CTAs cannot fill the GPU).
-// It also needs the shapes its ring takes (k a multiple of 256, W 16-byte aligned); v2, where it
-// falls back, never beats MMVQ.
+// At 9-16 columns, where the engine runs MMQ, v5 won on every shape measured, 1024 x 4096
+// included (H100, 2026-12-02: 16 columns 34.3 against 44.7 us on 4096 x 14336, 11.0 against
+// 14.8 on 1024 x 4096). It also needs the shapes its ring takes (k a multiple of 256, W 16-byte
+// aligned); v2, where it falls back, never beats MMVQ.
 inline bool v5_beats_mmvq(const void* w, int64_t rows, int64_t k, int cols) {
-  if (cols < 1 || cols > 8 || k < 256 || k % 256 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
-  if (rows >= 65536) return true;
+  if (cols < 1 || cols > kMaxCols || k < 256 || k % 256 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) return false;
+  if (rows >= 65536 || cols > 8) return true;
   return rows >= 4096 && cols >= (rows * k >= (int64_t{1} << 25) ? 5 : 7);
 }
 
