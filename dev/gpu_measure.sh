@@ -82,9 +82,8 @@
 #                                    1-16 columns (the gemv driver, unset and =v5), llama-bench
 #                                    pp1-pp16 on Llama 3 8B Q4_0 unset, =auto and =v5 alternating,
 #                                    every kernel of a 16-token batch under Nsight Compute (unset
-#                                    and =v5), the drafters' own time per step from the engine's
-#                                    statistics (dflash 15, eagle3 7, draft model 7), and the step
-#                                    costs of dflash and eagle3 through 1bit serve unset, =auto, =v5
+#                                    and =v5), and the step costs of dflash and eagle3 through
+#                                    1bit serve unset, =auto, =v5
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -378,7 +377,7 @@ case $stage in
     ;;
   verify-cols)
     eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
-    synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
+    synth_models llama3-8b:$llama llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
     for v in unset v5; do
       sw=; [ $v = v5 ] && sw=ONEBIT_GEMV_Q4_0=v5
       env $sw "$bin/gemv_q4_0_driver" --bench-mode --reps 5 --variant v5 \
@@ -395,20 +394,6 @@ case $stage in
       env $switch ncu --clock-control none --metrics gpu__time_duration.sum --csv \
         "$bin/llama-bench" -m "$llama" -p 16 -n 0 -r 1 -fa 1 >"$out/ncu-pp16-${name:-unset}.csv" 2>"$out/ncu-pp16-${name:-unset}.err" || true
     done
-    # The drafters' own time: the engine's speculative statistics at the end of a request
-    # (calls and milliseconds of begin, generate and accept), 128 tokens of code, greedy.
-    port=18431
-    for kind in "dflash-15 --dflash $dflash --draft-max 15" "eagle3-7 --eagle3 $eagle3 --draft-max 7" "draft-7 --draft $draft --draft-max 7"; do
-      read -r name args <<<"$kind"
-      "$bin/1bit" serve -m "$llama" $args --port $port --engine-log "$out/stats-$name.log" >/dev/null 2>&1 &
-      pid=$!
-      for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
-      curl -s "http://127.0.0.1:$port/completion" -H 'Content-Type: application/json' \
-        -d '{"prompt": "def quicksort(xs):\n    if len(xs) <= 1:\n        return xs\n", "n_predict": 128, "temperature": 0}' \
-        >"$out/stats-$name.json" || true
-      sleep 1
-      kill $pid; wait $pid || true
-    done
     spec_opts=(--rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64)
     "$bin/1bit" bench -m "$llama" --config plain= \
       --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-auto=ONEBIT_GEMV_Q4_0=auto --dflash $dflash --draft-max 7" \
@@ -419,7 +404,6 @@ case $stage in
     grep -hE '^engine_ms:.*n(1|8|9|12|16) ' "$out/gemv-cols-unset.log" | head -30 || true
     grep -hE '^case_ms:.*n(9|12|16) ' "$out/gemv-cols-unset.log" | head -20 || true
     grep -E '^==| pp[0-9]+ |failed' "$out/verify-cols.md" || true
-    grep -h 'dur(' "$out"/stats-*.log || true
     cat "$out/verify-spec.txt"
     tail -n 2 "$out/verify-spec.err"
     ;;
