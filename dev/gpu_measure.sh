@@ -77,13 +77,14 @@
 #   dev/gpu_measure.sh decode        tg128 with the gemv switch off and auto, with and without the
 #                                    engine's CUDA graphs, and every kernel's time over a few
 #                                    decode steps under Nsight Compute
-#   dev/gpu_measure.sh verify-cols   the verification products of 9-16 columns (a step with 8-15
+#   dev/gpu_measure.sh verify-cols [spec]
+#                                    the verification products of 9-16 columns (a step with 8-15
 #                                    drafted tokens): v5 inside the engine against MMVQ and MMQ at
 #                                    1-16 columns (the gemv driver, unset and =v5), llama-bench
 #                                    pp1-pp16 on Llama 3 8B Q4_0 unset, =auto and =v5 alternating,
 #                                    every kernel of a 16-token batch under Nsight Compute (unset
 #                                    and =v5), and the step costs of dflash and eagle3 through
-#                                    1bit serve unset, =auto, =v5
+#                                    1bit serve unset, =auto, =v5 (with spec: only these)
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -378,6 +379,7 @@ case $stage in
   verify-cols)
     eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
     synth_models llama3-8b:$llama llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
+    [ "${2:-}" = spec ] || {
     for v in unset v5; do
       sw=; [ $v = v5 ] && sw=ONEBIT_GEMV_Q4_0=v5
       env $sw "$bin/gemv_q4_0_driver" --bench-mode --reps 5 --variant v5 \
@@ -394,6 +396,10 @@ case $stage in
       env $switch ncu --clock-control none --metrics gpu__time_duration.sum --csv \
         "$bin/llama-bench" -m "$llama" -p 16 -n 0 -r 1 -fa 1 >"$out/ncu-pp16-${name:-unset}.csv" 2>"$out/ncu-pp16-${name:-unset}.err" || true
     done
+    grep -hE '^engine_ms:.*n(1|8|9|12|16) ' "$out/gemv-cols-unset.log" | head -30 || true
+    grep -hE '^case_ms:.*n(9|12|16) ' "$out/gemv-cols-unset.log" | head -20 || true
+    grep -E '^==| pp[0-9]+ |failed' "$out/verify-cols.md" || true
+    }
     spec_opts=(--rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64)
     "$bin/1bit" bench -m "$llama" --config plain= \
       --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-auto=ONEBIT_GEMV_Q4_0=auto --dflash $dflash --draft-max 7" \
@@ -401,9 +407,6 @@ case $stage in
       --config "eagle3-7=--eagle3 $eagle3 --draft-max 7" --config "eagle3-7-auto=ONEBIT_GEMV_Q4_0=auto --eagle3 $eagle3 --draft-max 7" \
       --config "eagle3-15=--eagle3 $eagle3 --draft-max 15" --config "eagle3-15-v5=ONEBIT_GEMV_Q4_0=v5 --eagle3 $eagle3 --draft-max 15" \
       "${spec_opts[@]}" --json "$out/verify-spec.json" >"$out/verify-spec.txt" 2>"$out/verify-spec.err" || true
-    grep -hE '^engine_ms:.*n(1|8|9|12|16) ' "$out/gemv-cols-unset.log" | head -30 || true
-    grep -hE '^case_ms:.*n(9|12|16) ' "$out/gemv-cols-unset.log" | head -20 || true
-    grep -E '^==| pp[0-9]+ |failed' "$out/verify-cols.md" || true
     cat "$out/verify-spec.txt"
     tail -n 2 "$out/verify-spec.err"
     ;;
