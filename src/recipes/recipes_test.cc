@@ -168,6 +168,22 @@ TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"", "", "draft", &llama}, true), "");
 }
 
+// The dflash and eagle3 drafters have their own measurement of the switch; a draft model and MTP
+// are not covered by it.
+TEST(Recipes, TheBuiltInGemvRecipeForDflashAndEagle3) {
+  const Recipe* gemv = nullptr;
+  for (const Recipe& r : builtin_recipes().recipes)
+    if (r.id == "llama-cuda-dflash-eagle3-onebit-gemv-q4_0-auto") gemv = &r;
+  ASSERT_NE(gemv, nullptr);
+  ASSERT_EQ(gemv->env.size(), 1u);
+  EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
+  ModelFacts llama = facts("llama", false, false);
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "dflash", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "eagle3", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "mtp", &llama}), "drafter mtp not in [dflash, eagle3]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "none", &llama}), "drafter none not in [dflash, eagle3]");
+}
+
 // Every built-in recipe that needs CUDA was measured on one GPU model and says which.
 TEST(Recipes, BuiltInCudaRecipesNameTheirGpu) {
   int cuda = 0;
