@@ -85,12 +85,18 @@
 #                                    every kernel of a 16-token batch under Nsight Compute (unset
 #                                    and =v5), and the step costs of dflash and eagle3 through
 #                                    1bit serve unset, =auto, =v5 (with spec: only these)
+#   dev/gpu_measure.sh rotate        Hadamard-rotated Q4_0 on CUDA: dev/rotate_measure.sh on Llama 3
+#                                    8B and the 9B hybrid (rotate time and memory, llama-bench
+#                                    rotated against plain Q4_0), the shipped 1bit-tiny's perplexity
+#                                    and KLD rotated and plain (tests/engine_rotate_test.sh; the
+#                                    GGUF from $MODELS, default models/), and ctest's rotated
+#                                    products against the CPU (engine_ops_q4_0_rot)
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|small-pair|decode"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|small-pair|decode|rotate"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -409,6 +415,16 @@ case $stage in
       "${spec_opts[@]}" --json "$out/verify-spec.json" >"$out/verify-spec.txt" 2>"$out/verify-spec.err" || true
     cat "$out/verify-spec.txt"
     tail -n 2 "$out/verify-spec.err"
+    ;;
+  rotate)
+    vocab=/tmp/onebit-vocab m=${MODELS:-models}
+    [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
+    VOCAB_DIR=$vocab WORK=/tmp/onebit-rotate dev/rotate_measure.sh "$out" llama3-8b qwen35-9b || true
+    prefix=$(dirname "$(dirname "$(readlink -f "$bin/llama-server")")")
+    bash tests/engine_rotate_test.sh "$bin/1bit" "$prefix" $m/1bit-tiny-32m-q8_0.gguf models/licenses/Python-3.11.txt >"$out/rotate-quality.txt" 2>&1 || true
+    (cd build && ctest -R engine_ops_q4_0_rot --output-on-failure) >"$out/ctest-rotate.log" 2>&1 || true
+    cat "$out/rotate-quality.txt"
+    tail -n 4 "$out/ctest-rotate.log"
     ;;
   small-pair)
     which=${2:-small} m=${MODELS:-/tmp/1bit-models}

@@ -39,6 +39,7 @@ TEST(FactsCommand, PrintsFactsAndRecipeVerdicts) {
   EXPECT_EQ(f["expert_count"], 64);
   EXPECT_EQ(f["file_type_name"], "Q4_0");
   EXPECT_EQ(f["hadamard_q4_0"], false);
+  EXPECT_EQ(f["hadamard_q4_0_runtime"], true);  // every build of 1bit's engine carries it
   EXPECT_EQ(f["recipe_layers"], json::parse(R"([{"layer": "file", "origin": ")" + dir.file("r.json") + "\"}]"));
   EXPECT_EQ(f["recipes"][0]["layer"], "file");
   EXPECT_EQ(f["recipes"][0]["applies"], true);

@@ -221,9 +221,13 @@ TEST_F(ServeTest, BadInputGetsOneLineAndStartsNothing) {
       {{"-m", model_, "--recipes", dir_.file("none.json")}, dir_.file("none.json") + ": cannot read the recipes file"},
       {{"-m", model_, "--", "--port", "1"}, "--port after \"--\": serve sets it for the engine; use 1bit serve --port"},
       {{"-m", model_, "--bogus"}, "unknown option --bogus"},
+      // Another engine than 1bit's own would not rotate the activations.
       {{"-m", dir_.file("h32.gguf")},
-       dir_.file("h32.gguf") + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which this engine build cannot run: it "
-                               "does not rotate the activations, so every product would be wrong"},
+       dir_.file("h32.gguf") + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which only 1bit's own engine runs (it "
+                               "rotates the activations to match); " + fake_backend_binary() + " would compute every product wrong"},
+      {{"-m", model_, "--draft", dir_.file("h32.gguf")},
+       dir_.file("h32.gguf") + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which only 1bit's own engine runs (it "
+                               "rotates the activations to match); " + fake_backend_binary() + " would compute every product wrong"},
   };
   for (const Case& c : cases) {
     for (bool dry : {false, true}) {

@@ -95,6 +95,14 @@ const nlohmann::json& engine_manifest() {
 
 bool engine_built_with_cuda() { return engine_manifest().value("cuda", false); }
 
+bool engine_rotates_q4_0() {
+  const auto patches = engine_manifest().find("patches");
+  if (patches == engine_manifest().end() || !patches->is_array()) return false;
+  for (const auto& p : *patches)
+    if (p.is_string() && p.get<std::string>().find("-hadamard-q4_0-runtime.patch") != std::string::npos) return true;
+  return false;
+}
+
 std::string engine_build_key() {
   const auto key = engine_manifest().find("key");
   return key != engine_manifest().end() && key->is_string() ? key->get<std::string>() : "";

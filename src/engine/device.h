@@ -36,6 +36,10 @@ std::string why_no_cuda();
 // Whether the pinned engine build (engine.json, embedded at build time) has CUDA.
 bool engine_built_with_cuda();
 
+// Whether the pinned engine build runs Hadamard-rotated Q4_0 files (onebit.hadamard_q4_0 = 32):
+// its patch queue (engine.json's "patches") holds the runtime that rotates the activations.
+bool engine_rotates_q4_0();
+
 // The pinned engine build's key (engine.json's "key": 16 hex digits naming the commit, patches,
 // build options, compilers and CPU it was built for), or "" when the manifest has none.
 std::string engine_build_key();

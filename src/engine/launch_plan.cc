@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/paths.h"
 #include "base/shell.h"
 
 extern char** environ;
@@ -79,11 +80,13 @@ std::map<std::string, std::string> current_environment() {
 LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   const ServeOptions& o = *in.options;
   const std::vector<std::string>& user = o.engine_args;
-  // A rotated file's weights only mean something to a runtime that rotates the activations too.
+  // A rotated file's weights only mean something to an engine that rotates the activations too:
+  // 1bit's own, not another llama-server.
+  const bool rotating_engine = in.program == default_llama_server() && engine_rotates_q4_0();
   for (const ModelFacts* f : {in.model, in.drafter})
-    if (f != nullptr && f->hadamard_q4_0)
-      throw Error(f->path + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which this engine build cannot "
-                  "run: it does not rotate the activations, so every product would be wrong");
+    if (f != nullptr && f->hadamard_q4_0 && !rotating_engine)
+      throw Error(f->path + ": is Hadamard-rotated Q4_0 (onebit.hadamard_q4_0 = 32), which only 1bit's own engine runs "
+                  "(it rotates the activations to match); " + in.program + " would compute every product wrong");
   LaunchPlan plan;
   plan.program = in.program;
   // What serve owns stays serve's: not after "--", and not through the engine's environment

@@ -45,7 +45,8 @@ struct LaunchPlan {
   std::vector<std::string> recipe_lines(const std::string& who = "1bit serve") const;
 };
 
-// Throws Error for a Hadamard-rotated model or drafter (the engine has no runtime for them), and
+// Throws Error for a Hadamard-rotated model or drafter on an engine other than 1bit's own (which
+// alone rotates the activations to match), and
 // when the arguments after "--" collide with what serve owns (-m, --host, --port,
 // --api-key, --api-prefix, TLS) or repeat a serve option. The engine variables for those
 // options are removed from the child's environment.

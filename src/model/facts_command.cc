@@ -8,6 +8,7 @@
 
 #include "base/cli.h"
 #include "base/error.h"
+#include "engine/device.h"
 #include "model/gguf_facts.h"
 #include "recipes/recipe_store.h"
 
@@ -91,6 +92,7 @@ int run_facts(const std::vector<std::string>& args) {
           {"file_type", f.file_type ? nlohmann::json(*f.file_type) : nlohmann::json(nullptr)},
           {"file_type_name", f.file_type ? file_type_name(*f.file_type) : ""},
           {"hadamard_q4_0", f.hadamard_q4_0},
+          {"hadamard_q4_0_runtime", engine_rotates_q4_0()},
           {"context_length", f.context_length ? nlohmann::json(*f.context_length) : nlohmann::json(nullptr)},
           {"nextn_layers", f.nextn_layers},
           {"pooling_type", f.pooling_type ? nlohmann::json(*f.pooling_type) : nlohmann::json(nullptr)},
@@ -132,7 +134,11 @@ int run_facts(const std::vector<std::string>& args) {
     if (!f.name.empty()) row("name", f.name);
     row("file type", f.file_type ? file_type_name(*f.file_type) + " (" + std::to_string(*f.file_type) + ")" : "not stated");
     row("moe", f.moe ? "yes (" + std::to_string(f.expert_count) + " experts)" : "no");
-    row("hadamard_q4_0", f.hadamard_q4_0 ? "yes (32)" : "no");
+    if (f.hadamard_q4_0)
+      row("hadamard_q4_0", engine_rotates_q4_0() ? "yes (32; 1bit's engine rotates the activations to match)"
+                                                 : "yes (32; this engine build cannot run it)");
+    else
+      row("hadamard_q4_0", "no");
     row("context length", f.context_length ? std::to_string(*f.context_length) : "not stated");
     row("mtp layers", std::to_string(f.nextn_layers));
     row("serves", model_kind(f) + (f.pooling_type ? " (pooling type " + std::to_string(*f.pooling_type) + ")" : ""));

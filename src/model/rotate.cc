@@ -1,5 +1,6 @@
 #include "model/rotate.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -47,24 +48,47 @@ std::vector<float> read_as_floats(FILE* f, uint64_t offset, const ggml_tensor* t
   return out;
 }
 
-// Rotates every 32-block of every row (rows of `n` floats) and quantizes the rows to Q4_0, the
-// rows split among `threads`.
-std::vector<uint8_t> rotate_and_quantize(std::vector<float>& w, int64_t n, bool rotate, int threads) {
-  const int64_t rows = static_cast<int64_t>(w.size()) / n;
-  std::vector<uint8_t> q(static_cast<size_t>(rows) * ggml_row_size(GGML_TYPE_Q4_0, n));
+// Runs fn(r0, r1) over rows [0, rows) split among `threads`.
+void parallel_rows(int64_t rows, int threads, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t per = (rows + threads - 1) / threads;
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) {
     const int64_t r0 = per * i, r1 = std::min(rows, r0 + per);
     if (r0 >= r1) break;
-    pool.emplace_back([&, r0, r1] {
-      if (rotate)
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t b = 0; b < n; b += kBlock) hadamard32(w.data() + r * n + b);
-      ggml_quantize_chunk(GGML_TYPE_Q4_0, w.data(), q.data(), r0 * n, r1 - r0, n, nullptr);
-    });
+    pool.emplace_back(fn, r0, r1);
   }
   for (auto& t : pool) t.join();
+}
+
+// Rotates every 32-block of every row (rows of `n` floats) and quantizes the rows to Q4_0, the
+// rows split among `threads`. `importance`, when not empty, holds `n` floats for each of the
+// tensor's matrices (its experts, or the one matrix), each for that matrix's rows. A rotated
+// block's inputs are mixed by H, so each of them carries the mean importance of the block: for
+// inputs whose cross terms are unknown (the importance matrix holds only E[x_i^2]),
+// E[(Hx)_i^2] = sum_j H_ij^2 E[x_j^2] = the block's mean.
+std::vector<uint8_t> rotate_and_quantize(std::vector<float>& w, int64_t n, bool rotate, std::vector<float> importance,
+                                         int threads) {
+  const int64_t rows = static_cast<int64_t>(w.size()) / n;
+  std::vector<uint8_t> q(static_cast<size_t>(rows) * ggml_row_size(GGML_TYPE_Q4_0, n));
+  if (rotate)
+    parallel_rows(rows, threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t b = 0; b < n; b += kBlock) hadamard32(w.data() + r * n + b);
+    });
+  const int64_t matrices = importance.empty() ? 1 : static_cast<int64_t>(importance.size()) / n;
+  const int64_t rows_each = rows / matrices;
+  if (rotate)
+    for (size_t b = 0; b < importance.size(); b += kBlock) {
+      float mean = 0;
+      for (int i = 0; i < kBlock; ++i) mean += importance[b + i] / kBlock;
+      std::fill(importance.begin() + static_cast<std::ptrdiff_t>(b), importance.begin() + static_cast<std::ptrdiff_t>(b + kBlock), mean);
+    }
+  for (int64_t m = 0; m < matrices; ++m) {
+    const float* imp = importance.empty() ? nullptr : importance.data() + m * n;
+    parallel_rows(rows_each, threads, [&](int64_t r0, int64_t r1) {
+      ggml_quantize_chunk(GGML_TYPE_Q4_0, w.data(), q.data(), (m * rows_each + r0) * n, r1 - r0, n, imp);
+    });
+  }
   return q;
 }
 
@@ -78,6 +102,46 @@ struct PartFile {
 };
 
 }  // namespace
+
+Importance load_importance(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw Error(path + ": no such importance matrix file");
+  char magic[4] = {};
+  if (std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+      !f || std::fread(magic, 1, 4, f.get()) != 4 || std::memcmp(magic, "GGUF", 4) != 0)
+    throw Error(path + ": not a GGUF importance matrix (llama-imatrix writes one with -o FILE.gguf)");
+  ggml_context* data_raw = nullptr;
+  ggml_log_set([](ggml_log_level, const char*, void*) {}, nullptr);  // the line below says what is wrong
+  GgufPtr g(gguf_init_from_file(path.c_str(), {/*no_alloc=*/false, &data_raw}));
+  ggml_log_set(nullptr, nullptr);
+  if (!g) throw Error(path + ": not a readable GGUF importance matrix (cut short?)");
+  GgmlPtr data(data_raw);
+  Importance imp;
+  const std::string sums = ".in_sum2";
+  for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
+    const std::string name = gguf_get_tensor_name(g.get(), i);
+    if (name.size() <= sums.size() || name.compare(name.size() - sums.size(), sums.size(), sums) != 0) continue;
+    const std::string weight = name.substr(0, name.size() - sums.size());
+    const ggml_tensor* s = ggml_get_tensor(data.get(), name.c_str());
+    const ggml_tensor* c = ggml_get_tensor(data.get(), (weight + ".counts").c_str());
+    if (c == nullptr) throw Error(path + ": " + name + " has no " + weight + ".counts beside it");
+    if (s->type != GGML_TYPE_F32 || c->type != GGML_TYPE_F32)
+      throw Error(path + ": " + weight + "'s importance data is not F32");
+    const int64_t matrices = ggml_nelements(c);
+    if (matrices == 0 || ggml_nelements(s) % matrices != 0)
+      throw Error(path + ": " + weight + " has " + std::to_string(ggml_nelements(s)) + " sums for " +
+                  std::to_string(matrices) + " counts");
+    const int64_t n = ggml_nelements(s) / matrices;
+    const float* sp = static_cast<const float*>(s->data);
+    const float* cp = static_cast<const float*>(c->data);
+    std::vector<float>& e = imp.weights[weight];
+    e.resize(static_cast<size_t>(ggml_nelements(s)));
+    // The mean of x_i^2 over the tokens each matrix saw; a matrix no token reached weighs all alike.
+    for (int64_t m = 0; m < matrices; ++m)
+      for (int64_t j = 0; j < n; ++j) e[m * n + j] = cp[m] > 0 ? sp[m * n + j] / cp[m] : 1.0f;
+  }
+  if (imp.weights.empty()) throw Error(path + ": holds no importance data (no *.in_sum2 tensors)");
+  return imp;
+}
 
 bool is_rotated_weight(const std::string& name) {
   static const std::regex pattern(
@@ -124,6 +188,13 @@ RotateSummary rotate_model(const std::string& in, const std::string& out, const 
     if (t->ne[0] % kBlock != 0)
       throw Error(in + ": tensor " + name + " has an input dimension of " + std::to_string(t->ne[0]) +
                   ", not a multiple of 32");
+    if (options.importance != nullptr) {
+      const auto e = options.importance->weights.find(name);
+      const int64_t want = t->ne[0] * t->ne[2];  // one row of importance per expert
+      if (e != options.importance->weights.end() && static_cast<int64_t>(e->second.size()) != want)
+        throw Error(in + ": the importance matrix has " + std::to_string(e->second.size()) + " values for " + name +
+                    ", which needs " + std::to_string(want) + ": it was made for another model");
+    }
     rotate[static_cast<size_t>(i)] = true;
     ++rotated;
   }
@@ -155,6 +226,7 @@ RotateSummary rotate_model(const std::string& in, const std::string& out, const 
   RotateProgress p;
   p.tensors = n;
   for (int64_t i = 0; i < gguf_get_n_tensors(dst.get()); ++i) p.total += gguf_get_tensor_size(dst.get(), i);
+  int64_t without_importance = 0;
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int64_t i = 0; i < n; ++i) {
     const ggml_tensor* t = ggml_get_tensor(meta.get(), gguf_get_tensor_name(src.get(), i));
@@ -162,7 +234,13 @@ RotateSummary rotate_model(const std::string& in, const std::string& out, const 
     std::vector<uint8_t> bytes;
     if (rotate[static_cast<size_t>(i)]) {
       std::vector<float> w = read_as_floats(in_file.get(), at, t, in);
-      bytes = rotate_and_quantize(w, t->ne[0], !options.plain, threads);
+      std::vector<float> importance;
+      if (options.importance != nullptr) {
+        const auto e = options.importance->weights.find(ggml_get_name(t));
+        if (e != options.importance->weights.end()) importance = e->second;
+        else ++without_importance;
+      }
+      bytes = rotate_and_quantize(w, t->ne[0], !options.plain, std::move(importance), threads);
     } else {
       bytes.resize(ggml_nbytes(t));
       if (std::fseek(in_file.get(), static_cast<long>(at), SEEK_SET) != 0 ||
@@ -197,7 +275,7 @@ RotateSummary rotate_model(const std::string& in, const std::string& out, const 
   std::filesystem::rename(part.path, out, ec);
   if (ec) throw Error(out + ": cannot write: " + ec.message());
   part.keep = true;
-  return {rotated, n - rotated, static_cast<uint64_t>(aligned)};
+  return {rotated, n - rotated, static_cast<uint64_t>(aligned), without_importance};
 }
 
 }  // namespace onebit

@@ -49,6 +49,11 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
   return s;
 }
 
+struct GgufFree {
+  void operator()(gguf_context* c) const { gguf_free(c); }
+};
+using GgufPtrForTest = std::unique_ptr<gguf_context, GgufFree>;
+
 std::string synth(const TempDir& dir, const std::string& name, const std::string& type) {
   SynthOptions o;
   o.vocab_dir = testing::vocab_dir();
@@ -56,6 +61,29 @@ std::string synth(const TempDir& dir, const std::string& name, const std::string
   const std::string path = dir.file(name);
   write_synth_model(*find_synth_shape("tiny-llama"), o, path);
   return path;
+}
+
+// An importance matrix as llama-imatrix writes it: for each weight named, its sums of x_i^2 over
+// `count` tokens (`scale` * (1 + i % 7) each) and the count; `wrong` gives one of them too few.
+void write_importance(const std::string& src, const std::string& path, const std::string& wrong = "") {
+  Loaded a(src);
+  GgufPtrForTest g(gguf_init_empty());
+  ggml_context* ctx = ggml_init({64 * 1024 * 1024, nullptr, false});
+  for (int64_t i = 0; i < gguf_get_n_tensors(a.g); ++i) {
+    const std::string name = gguf_get_tensor_name(a.g, i);
+    if (!is_rotated_weight(name)) continue;
+    const int64_t n = a.tensor(name.c_str())->ne[0] - (name == wrong ? 32 : 0);
+    ggml_tensor* sums = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, 1);
+    ggml_tensor* counts = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, 1);
+    for (int64_t j = 0; j < n; ++j) static_cast<float*>(sums->data)[j] = 10.0f * static_cast<float>(1 + j % 7);
+    static_cast<float*>(counts->data)[0] = 10.0f;
+    ggml_set_name(sums, (name + ".in_sum2").c_str());
+    ggml_set_name(counts, (name + ".counts").c_str());
+    gguf_add_tensor(g.get(), sums);
+    gguf_add_tensor(g.get(), counts);
+  }
+  gguf_write_to_file(g.get(), path.c_str(), false);
+  ggml_free(ctx);
 }
 
 }  // namespace
@@ -132,6 +160,60 @@ TEST(Rotate, ARotatedWeightTimesARotatedActivationIsTheProduct) {
   EXPECT_LT(rel_rot, 0.2) << "rotated " << rel_rot << ", plain " << rel_plain;
   EXPECT_LT(rel_plain, 0.2);
   EXPECT_GT(rel_forgot, 0.8) << "without the activations' rotation the product is noise";
+}
+
+TEST(Rotate, AnImportanceMatrixWeighsTheQuantization) {
+  TempDir dir;
+  const std::string src = synth(dir, "src.gguf", "f16");
+  write_importance(src, dir.file("imatrix.gguf"));
+  const Importance imp = load_importance(dir.file("imatrix.gguf"));
+  ASSERT_EQ(imp.weights.count("blk.0.attn_q.weight"), 1u);
+  EXPECT_FLOAT_EQ(imp.weights.at("blk.0.attn_q.weight")[3], 4.0f);  // the mean: sum 40 over 10 tokens
+  RotateOptions with;
+  with.importance = &imp;
+  RotateSummary s = rotate_model(src, dir.file("rot-imatrix.gguf"), with);
+  EXPECT_EQ(s.without_importance, 0);
+  rotate_model(src, dir.file("rot.gguf"), {});
+  Loaded a(src), weighed(dir.file("rot-imatrix.gguf")), unweighed(dir.file("rot.gguf"));
+  EXPECT_TRUE(read_model_facts(dir.file("rot-imatrix.gguf")).hadamard_q4_0);
+  const char* w = "blk.0.ffn_up.weight";
+  const ggml_tensor *x = weighed.tensor(w), *y = unweighed.tensor(w);
+  ASSERT_EQ(x->type, GGML_TYPE_Q4_0);
+  EXPECT_NE(std::memcmp(x->data, y->data, ggml_nbytes(x)), 0) << "the importance changed no block";
+  // Still the product, up to Q4_0 rounding.
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  const int64_t n = x->ne[0];
+  std::vector<float> in(static_cast<size_t>(n)), hx;
+  for (auto& v : in) v = normal(rng);
+  hx = in;
+  for (int64_t b = 0; b < n; b += 32) hadamard32(hx.data() + b);
+  double err = 0, norm = 0;
+  for (int64_t r = 0; r < x->ne[1]; ++r) {
+    const double ref = dot(a.row(w, r), in);
+    err += std::pow(dot(weighed.row(w, r), hx) - ref, 2);
+    norm += ref * ref;
+  }
+  EXPECT_LT(std::sqrt(err / norm), 0.2);
+}
+
+TEST(Rotate, BadImportanceMatricesGetOneLine) {
+  TempDir dir;
+  const std::string src = synth(dir, "src.gguf", "f16");
+  write_importance(src, dir.file("short.gguf"), "blk.1.ffn_down.weight");
+  const Importance imp = load_importance(dir.file("short.gguf"));
+  RotateOptions o;
+  o.importance = &imp;
+  const int64_t n = Loaded(src).tensor("blk.1.ffn_down.weight")->ne[0];
+  EXPECT_EQ(error_of([&] { rotate_model(src, dir.file("x.gguf"), o); }),
+            src + ": the importance matrix has " + std::to_string(n - 32) + " values for blk.1.ffn_down.weight, which needs " +
+                std::to_string(n) + ": it was made for another model");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));
+  std::ofstream(dir.file("text.dat")) << "not an importance matrix";
+  EXPECT_EQ(error_of([&] { load_importance(dir.file("text.dat")); }),
+            dir.file("text.dat") + ": not a GGUF importance matrix (llama-imatrix writes one with -o FILE.gguf)");
+  EXPECT_EQ(error_of([&] { load_importance(src); }), src + ": holds no importance data (no *.in_sum2 tensors)");
+  EXPECT_EQ(error_of([&] { load_importance(dir.file("none.gguf")); }), dir.file("none.gguf") + ": no such importance matrix file");
 }
 
 TEST(Rotate, BadInputsGetOneLineAndLeaveNothing) {
