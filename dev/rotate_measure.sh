@@ -2,8 +2,9 @@
 # Hadamard-rotated Q4_0 at real size with this checkout's build (the engine on the CPU, or on CUDA
 # where it was built so): for each shape, an F16 synthetic source from `1bit synth`, `1bit rotate`
 # of it under /usr/bin/time (its time and peak memory), `1bit rotate --plain` of the same source,
-# and llama-bench of the rotated file against the plain one, alternating twice in one run: what the
-# rotation of the activations costs in prompt and decode speed.
+# and llama-bench of the rotated file against the plain one, alternating (ROUNDS times, default 2)
+# in one run: what the rotation of the activations costs in prompt and decode speed. Files made by
+# an earlier run in WORK are used again.
 #
 #   dev/rotate_measure.sh OUT_DIR [SHAPE...]     (default shapes: llama3-8b qwen35-9b)
 #
@@ -28,8 +29,8 @@ for shape in "$@"; do
     "$bin/1bit" rotate --plain "$src" "$plain" >>"$out/rotate-$shape.txt" 2>&1
     rm -f "$src"
   fi
-  grep -E "rotated and quantized|Elapsed|Maximum resident" "$out/rotate-$shape.txt"
-  for round in 1 2; do
+  grep -hE "rotated and quantized|Elapsed|Maximum resident" "$out/rotate-$shape.txt" 2>/dev/null || true
+  for round in $(seq "${ROUNDS:-2}"); do
     for which in plain rotated; do
       file=$plain
       [ $which = rotated ] && file=$rot
