@@ -1,5 +1,8 @@
 // The small commands as a user runs them: facts (text and JSON, recipe verdicts, errors), synth
-// (a model that facts can read back), help and version.
+// (a model that facts can read back), rotate (the shipped model, and bad inputs), help and version.
+#include <algorithm>
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -95,6 +98,52 @@ TEST(SynthCommand, BadInput) {
   RunResult out = run({onebit_binary(), "synth", "--like", "tiny-llama", "-o", dir.file("no/such/dir/x.gguf")});
   EXPECT_EQ(out.code, 1);
   EXPECT_EQ(out.err, "1bit synth: " + dir.file("no/such/dir/x.gguf") + ": cannot write: No such file or directory\n");
+}
+
+TEST(RotateCommand, RotatesTheShippedModel) {
+  TempDir dir;
+  RunResult r = run({onebit_binary(), "rotate", source_dir() + "/models/1bit-tiny-32m-q8_0.gguf", dir.file("h32.gguf")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(dir.file("h32.gguf") + ": 56 tensors rotated and quantized to Q4_0, 34 kept as they were, ", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("tensor 90 of 90"), std::string::npos) << r.err;
+  json f = json::parse(run({onebit_binary(), "facts", dir.file("h32.gguf"), "--json"}).out);
+  EXPECT_EQ(f["hadamard_q4_0"], true);
+}
+
+// Each bad input: exit 1, one line naming the problem, and no output file, whole or partial.
+TEST(RotateCommand, BadInput) {
+  TempDir dir;
+  const std::string tiny = source_dir() + "/models/1bit-tiny-32m-q8_0.gguf";
+  const std::string q4 = source_dir() + "/models/1bit-small-145m-q4_0.gguf";
+  ASSERT_EQ(run({onebit_binary(), "rotate", tiny, dir.file("h32.gguf")}).code, 0);
+  const std::string tiny_bytes = read_file(tiny);
+  write_file(dir.file("cut.gguf"), tiny_bytes.substr(0, tiny_bytes.size() / 2));
+  write_file(dir.file("imatrix.dat"), "not an importance matrix");
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const std::string out = dir.file("out.gguf");
+  const std::vector<Case> cases = {
+      {{q4, out}, q4 + ": tensor blk.0.attn_q.weight is q4_0; rotating weights already rounded to few bits adds their "
+                       "error: rotate from an F32, F16, BF16 or Q8_0 file"},
+      {{dir.file("h32.gguf"), out}, dir.file("h32.gguf") + ": is already rotated (onebit.hadamard_q4_0 = 32)"},
+      {{dir.file("cut.gguf"), out}, dir.file("cut.gguf") + ": truncated: tensor "},
+      {{tiny, dir.file("no/such/dir/x.gguf")}, dir.file("no/such/dir/x.gguf.part") + ": cannot write: No such file or directory"},
+      {{tiny, out, "--imatrix", dir.file("imatrix.dat")},
+       dir.file("imatrix.dat") + ": not a GGUF importance matrix (llama-imatrix writes one with -o FILE.gguf)"},
+      {{tiny}, "expected IN.gguf and OUT.gguf (see 1bit rotate --help)"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {onebit_binary(), "rotate"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    RunResult r = run(argv);
+    EXPECT_EQ(r.code, 1) << c.err;
+    EXPECT_EQ(r.err.rfind("1bit rotate: " + c.err, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    for (const char* left : {"out.gguf", "out.gguf.part"}) EXPECT_FALSE(std::filesystem::exists(dir.file(left))) << c.err;
+  }
 }
 
 TEST(Dispatcher, HelpAndVersion) {
