@@ -89,8 +89,11 @@
 #                                    8B and the 9B hybrid (rotate time and memory, llama-bench
 #                                    rotated against plain Q4_0), the shipped 1bit-tiny's perplexity
 #                                    and KLD rotated and plain (tests/engine_rotate_test.sh; the
-#                                    GGUF from $MODELS, default models/), and ctest's rotated
-#                                    products against the CPU (engine_ops_q4_0_rot)
+#                                    GGUF from $MODELS, default /tmp/1bit-models, where a command
+#                                    before copied it: `dev/stow_models.sh out --keep
+#                                    1bit-tiny-32m-q8_0.gguf`, then without .carry `mkdir -p
+#                                    /tmp/1bit-models && cp models/*.gguf /tmp/1bit-models/`), and
+#                                    ctest's rotated products against the CPU (engine_ops_q4_0_rot)
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -417,7 +420,7 @@ case $stage in
     tail -n 2 "$out/verify-spec.err"
     ;;
   rotate)
-    vocab=/tmp/onebit-vocab m=${MODELS:-models}
+    vocab=/tmp/onebit-vocab m=${MODELS:-/tmp/1bit-models}
     [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
     VOCAB_DIR=$vocab WORK=/tmp/onebit-rotate dev/rotate_measure.sh "$out" llama3-8b qwen35-9b || true
     prefix=$(dirname "$(dirname "$(readlink -f "$bin/llama-server")")")
