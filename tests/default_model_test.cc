@@ -1,7 +1,12 @@
 // The shipped model: `1bit serve` with no -m serves models/1bit-small (what `make serve` runs),
 // it answers in the template, and --draft and --dflash with its shipped drafters draft without
-// changing the greedy answer.
+// changing the greedy answer; the engine's profile of a speculative step adds up.
 #include <signal.h>
+
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -47,9 +52,37 @@ TEST(DefaultModel, ServeWithoutAModelServesTheShippedOne) {
   EXPECT_EQ(serve.wait(20s), 0);
 }
 
+// The engine's speculative-step profile line (patch 0007): "onebit spec profile: N steps, ms per
+// step: draft A, checkpoint B, verify C, inject D, accept E, other F, step G".
+struct SpecProfile {
+  long steps = 0;
+  std::map<std::string, double> ms;
+};
+
+std::optional<SpecProfile> spec_profile_in(const std::string& log) {
+  const std::string tag = "onebit spec profile: ";
+  size_t at = log.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  std::istringstream in(log.substr(at + tag.size(), log.find('\n', at) - at - tag.size()));
+  SpecProfile p;
+  std::string word;
+  in >> p.steps >> word;  // "N steps,"
+  for (std::string skip; skip != "step:" && in >> skip;) {
+  }
+  std::string name;
+  double value = 0;
+  while (in >> name >> value) {
+    p.ms[name] = value;
+    in.ignore(1);  // the comma
+  }
+  return p;
+}
+
 TEST(DefaultModel, TheShippedDrafterDrafts) {
   TempDir dir;
-  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--draft", source_dir() + kDraft}, {}, dir.path());
+  const std::string log = dir.path() + "/engine.log";
+  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--draft", source_dir() + kDraft, "--engine-log", log},
+                   {}, dir.path());
   int port = serve_ready_port(serve);
   ASSERT_GT(port, 0) << serve.err();
   json j = chat(port, "Write a Python function `getpos`: Return current line number and offset.", 64);
@@ -58,6 +91,39 @@ TEST(DefaultModel, TheShippedDrafterDrafts) {
   EXPECT_GT(j["timings"]["draft_n_accepted"].get<int>(), 0) << j.dump();
   serve.signal(SIGTERM);
   EXPECT_EQ(serve.wait(20s), 0);
+  EXPECT_FALSE(spec_profile_in(read_file(log))) << "the step profile is off without ONEBIT_SPEC_PROFILE";
+}
+
+TEST(DefaultModel, TheSpeculativeStepProfileAddsUp) {
+  TempDir dir;
+  const std::string log = dir.path() + "/engine.log";
+  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--dflash", source_dir() + kDflash, "--draft-max", "7",
+                    "--engine-log", log},
+                   {{"ONEBIT_SPEC_PROFILE", "1"}}, dir.path());
+  int port = serve_ready_port(serve);
+  ASSERT_GT(port, 0) << serve.err();
+  json j = chat(port, "Write a Python function `getpos`: Return current line number and offset.", 48);
+  const int predicted = j["timings"]["predicted_n"].get<int>();
+  // The line comes once the slot is idle, right after the answer.
+  std::optional<SpecProfile> p;
+  for (int i = 0; i < 100 && !(p = spec_profile_in(read_file(log))); ++i) std::this_thread::sleep_for(100ms);
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(20s), 0);
+  ASSERT_TRUE(p) << read_file(log);
+  // Every step verifies a draft and yields at least one token.
+  EXPECT_GE(p->steps, 1);
+  EXPECT_LE(p->steps, predicted);
+  for (const char* phase : {"draft", "checkpoint", "verify", "inject", "accept", "other", "step"}) {
+    ASSERT_TRUE(p->ms.count(phase)) << phase << " missing from the profile";
+    EXPECT_GE(p->ms[phase], 0.0) << phase;
+  }
+  // The drafter and the target both run in each step; the parts add up to the step.
+  EXPECT_GT(p->ms["draft"], 0.0);
+  EXPECT_GT(p->ms["verify"], 0.0);
+  EXPECT_GT(p->ms["inject"], 0.0);
+  double parts = 0;
+  for (const char* phase : {"draft", "checkpoint", "verify", "inject", "accept", "other"}) parts += p->ms[phase];
+  EXPECT_NEAR(parts, p->ms["step"], 0.01 + 1e-3 * p->ms["step"]);
 }
 
 TEST(DefaultModel, TheShippedDflashDrafterDraftsTheSameAnswer) {
