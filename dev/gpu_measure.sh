@@ -85,16 +85,15 @@
 #                                    every kernel of a 16-token batch under Nsight Compute (unset
 #                                    and =v5), and the step costs of dflash and eagle3 through
 #                                    1bit serve unset, =auto, =v5 (with spec: only these)
-#   dev/gpu_measure.sh spec-profile  where a speculative step's time goes on Llama 3 8B Q4_0: 1bit bench
-#                                    with the engine's step profile (ONEBIT_SPEC_PROFILE, patch 0007)
-#                                    for dflash at 3, 7 and 15 drafted, eagle3 at 7 and 15 and the 1B
-#                                    draft model at 7 (every draft rejected), the 8B drafting for itself
-#                                    at 7 (drafts accepted), dflash-15 and eagle3-7 again without the
-#                                    profile (what its synchronization costs), dflash-15 with the
-#                                    target sampling on the GPU (-bs) and with the drafter sampling
-#                                    on the CPU, and the plain target;
-#                                    the engines' logs in spec-logs/, their profile lines in
-#                                    spec-profile.txt
+#   dev/gpu_measure.sh step-profile  where a decode step's time goes on Llama 3 8B Q4_0: 1bit bench with
+#                                    the engine's step profile (ONEBIT_STEP_PROFILE, patch 0007) for
+#                                    the plain target, dflash at 3, 7 and 15 drafted, eagle3 at 7 and
+#                                    15 and the 1B draft model at 7 (every draft rejected), the 8B
+#                                    drafting for itself at 7 (drafts accepted), dflash-15 with the
+#                                    target sampling on the GPU (-bs) and with the drafter sampling on
+#                                    the CPU; the plain target, dflash-15 and eagle3-7 again without
+#                                    the profile (what its synchronization costs); the engines' logs
+#                                    in step-logs/, their profile lines in step-profile.txt
 #   dev/gpu_measure.sh rotate        Hadamard-rotated Q4_0 on CUDA: dev/rotate_measure.sh on Llama 3
 #                                    8B and the 9B hybrid (rotate time and memory, llama-bench
 #                                    rotated against plain Q4_0), the shipped 1bit-tiny's perplexity
@@ -109,7 +108,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|spec-profile|small-pair|decode|rotate"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -429,23 +428,23 @@ case $stage in
     cat "$out/verify-spec.txt"
     tail -n 2 "$out/verify-spec.err"
     ;;
-  spec-profile)
+  step-profile)
     eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
     synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
-    p=ONEBIT_SPEC_PROFILE=1
-    configs=(--config plain=)
+    p=ONEBIT_STEP_PROFILE=1
+    configs=(--config plain= --config "plain-profiled=$p")
     for n in 3 7 15; do configs+=(--config "dflash-$n=$p --dflash $dflash --draft-max $n"); done
     configs+=(--config "eagle3-7=$p --eagle3 $eagle3 --draft-max 7" --config "eagle3-15=$p --eagle3 $eagle3 --draft-max 15"
               --config "draft-7=$p --draft $draft --draft-max 7" --config "itself-7=$p --draft $llama --draft-max 7"
               --config "dflash-15-bs=$p --dflash $dflash --draft-max 15 -- -bs"
               --config "dflash-15-cpu-draft-sampling=$p --dflash $dflash --draft-max 15 -- --no-spec-draft-backend-sampling"
               --config "dflash-15-unprofiled=--dflash $dflash --draft-max 15" --config "eagle3-7-unprofiled=--eagle3 $eagle3 --draft-max 7")
-    rm -rf "$out/spec-logs" && mkdir -p "$out/spec-logs"
+    rm -rf "$out/step-logs" && mkdir -p "$out/step-logs"
     "$bin/1bit" bench -m "$llama" "${configs[@]}" --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
-      --log-dir "$out/spec-logs" --json "$out/spec-profile.json" >"$out/spec-profile-bench.txt" 2>"$out/spec-profile.err" || true
-    (cd "$out/spec-logs" && grep -H 'onebit spec profile' ./*.log | sed 's/^\.\///; s/:.*onebit spec profile: / /') >"$out/spec-profile.txt" || true
-    cat "$out/spec-profile-bench.txt" "$out/spec-profile.txt"
-    tail -n 2 "$out/spec-profile.err"
+      --log-dir "$out/step-logs" --json "$out/step-profile.json" >"$out/step-profile-bench.txt" 2>"$out/step-profile.err" || true
+    (cd "$out/step-logs" && grep -H 'onebit step profile' ./*.log | sed 's/^\.\///; s/:.*onebit step profile: / /') >"$out/step-profile.txt" || true
+    cat "$out/step-profile-bench.txt" "$out/step-profile.txt"
+    tail -n 2 "$out/step-profile.err"
     ;;
   rotate)
     vocab=/tmp/onebit-vocab m=${MODELS:-/tmp/1bit-models}

@@ -52,22 +52,22 @@ TEST(DefaultModel, ServeWithoutAModelServesTheShippedOne) {
   EXPECT_EQ(serve.wait(20s), 0);
 }
 
-// The engine's speculative-step profile line (patch 0007): "onebit spec profile: N steps, ms per
-// step: draft A, checkpoint B, verify C, inject D, accept E, other F, step G".
-struct SpecProfile {
+// A line of the engine's step profile (patch 0007): "onebit step profile: KIND, N steps, ms per
+// step: NAME VALUE, NAME VALUE, ...", KIND plain or speculative.
+struct StepProfile {
   long steps = 0;
   std::map<std::string, double> ms;
 };
 
-std::optional<SpecProfile> spec_profile_in(const std::string& log) {
-  const std::string tag = "onebit spec profile: ";
+std::optional<StepProfile> step_profile_in(const std::string& log, const std::string& kind) {
+  const std::string tag = "onebit step profile: " + kind + ", ";
   size_t at = log.find(tag);
   if (at == std::string::npos) return std::nullopt;
-  std::istringstream in(log.substr(at + tag.size(), log.find('\n', at) - at - tag.size()));
-  SpecProfile p;
-  std::string word;
-  in >> p.steps >> word;  // "N steps,"
-  for (std::string skip; skip != "step:" && in >> skip;) {
+  size_t end = log.find('\n', at);
+  std::istringstream in(log.substr(at + tag.size(), end == std::string::npos ? std::string::npos : end - at - tag.size()));
+  StepProfile p;
+  in >> p.steps;
+  for (std::string word; word != "step:" && in >> word;) {  // " steps, ms per step:"
   }
   std::string name;
   double value = 0;
@@ -91,39 +91,65 @@ TEST(DefaultModel, TheShippedDrafterDrafts) {
   EXPECT_GT(j["timings"]["draft_n_accepted"].get<int>(), 0) << j.dump();
   serve.signal(SIGTERM);
   EXPECT_EQ(serve.wait(20s), 0);
-  EXPECT_FALSE(spec_profile_in(read_file(log))) << "the step profile is off without ONEBIT_SPEC_PROFILE";
+  const std::string text = read_file(log);
+  EXPECT_EQ(text.find("onebit step profile"), std::string::npos) << "the profile is off without ONEBIT_STEP_PROFILE";
 }
 
-TEST(DefaultModel, TheSpeculativeStepProfileAddsUp) {
+// The profile of one answer of `max_tokens` from serve with `extra` arguments and the profile on.
+std::optional<StepProfile> profile_of_answer(const std::vector<std::string>& extra, const std::string& kind,
+                                             int max_tokens, int* predicted) {
   TempDir dir;
   const std::string log = dir.path() + "/engine.log";
-  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--dflash", source_dir() + kDflash, "--draft-max", "7",
-                    "--engine-log", log},
-                   {{"ONEBIT_SPEC_PROFILE", "1"}}, dir.path());
+  std::vector<std::string> argv = {onebit_binary(), "serve", "--port", "0", "--engine-log", log};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Subprocess serve(argv, {{"ONEBIT_STEP_PROFILE", "1"}}, dir.path());
   int port = serve_ready_port(serve);
-  ASSERT_GT(port, 0) << serve.err();
-  json j = chat(port, "Write a Python function `getpos`: Return current line number and offset.", 48);
-  const int predicted = j["timings"]["predicted_n"].get<int>();
-  // The line comes once the slot is idle, right after the answer.
-  std::optional<SpecProfile> p;
-  for (int i = 0; i < 100 && !(p = spec_profile_in(read_file(log))); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_GT(port, 0) << serve.err();
+  if (port <= 0) return std::nullopt;
+  json j = chat(port, "Write a Python function `getpos`: Return current line number and offset.", max_tokens);
+  *predicted = j["timings"]["predicted_n"].get<int>();
+  // The lines come once the slot is idle, right after the answer.
+  std::optional<StepProfile> p;
+  for (int i = 0; i < 100 && !(p = step_profile_in(read_file(log), kind)); ++i) std::this_thread::sleep_for(100ms);
   serve.signal(SIGTERM);
   EXPECT_EQ(serve.wait(20s), 0);
-  ASSERT_TRUE(p) << read_file(log);
-  // Every step verifies a draft and yields at least one token.
-  EXPECT_GE(p->steps, 1);
-  EXPECT_LE(p->steps, predicted);
-  for (const char* phase : {"draft", "checkpoint", "verify", "inject", "accept", "other", "step"}) {
-    ASSERT_TRUE(p->ms.count(phase)) << phase << " missing from the profile";
-    EXPECT_GE(p->ms[phase], 0.0) << phase;
+  EXPECT_TRUE(p) << read_file(log);
+  return p;
+}
+
+// Each phase is there and not negative, and they add up to the step.
+void expect_phases_add_up(StepProfile& p, const std::vector<std::string>& parts) {
+  double sum = 0;
+  for (const auto& phase : parts) {
+    ASSERT_TRUE(p.ms.count(phase)) << phase << " missing from the profile";
+    EXPECT_GE(p.ms[phase], 0.0) << phase;
+    sum += p.ms[phase];
   }
-  // The drafter and the target both run in each step; the parts add up to the step.
-  EXPECT_GT(p->ms["draft"], 0.0);
-  EXPECT_GT(p->ms["verify"], 0.0);
-  EXPECT_GT(p->ms["inject"], 0.0);
-  double parts = 0;
-  for (const char* phase : {"draft", "checkpoint", "verify", "inject", "accept", "other"}) parts += p->ms[phase];
-  EXPECT_NEAR(parts, p->ms["step"], 0.01 + 1e-3 * p->ms["step"]);
+  EXPECT_NEAR(sum, p.ms["step"], 0.01 + 1e-3 * p.ms["step"]);
+  EXPECT_GE(p.ms["between"], 0.0);
+}
+
+TEST(DefaultModel, TheStepProfileAddsUp) {
+  int predicted = 0;
+  std::optional<StepProfile> spec =
+      profile_of_answer({"--dflash", source_dir() + kDflash, "--draft-max", "7"}, "speculative", 48, &predicted);
+  ASSERT_TRUE(spec);
+  // Every speculative step verifies a draft and yields at least one token.
+  EXPECT_GE(spec->steps, 1);
+  EXPECT_LE(spec->steps, predicted);
+  expect_phases_add_up(*spec, {"draft", "checkpoint", "verify", "inject", "accept", "other"});
+  // The drafter and the target both run in each step.
+  EXPECT_GT(spec->ms["draft"], 0.0);
+  EXPECT_GT(spec->ms["verify"], 0.0);
+  EXPECT_GT(spec->ms["inject"], 0.0);
+
+  std::optional<StepProfile> plain = profile_of_answer({}, "plain", 24, &predicted);
+  ASSERT_TRUE(plain);
+  // Every token after the first (which the prompt's update samples) is one plain step.
+  EXPECT_EQ(plain->steps, predicted - 1);
+  expect_phases_add_up(*plain, {"draft", "decode", "sample", "other"});
+  EXPECT_EQ(plain->ms["draft"], 0.0);
+  EXPECT_GT(plain->ms["decode"], 0.0);
 }
 
 TEST(DefaultModel, TheShippedDflashDrafterDraftsTheSameAnswer) {
