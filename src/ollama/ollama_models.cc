@@ -1,5 +1,7 @@
 #include "ollama/ollama_models.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 
@@ -47,6 +49,17 @@ std::optional<uint64_t> unsigned_field(const json& j, const char* key) {
 }
 
 }  // namespace
+
+OllamaModel ollama_model(const std::string& name, const ModelFacts& facts) {
+  OllamaModel m;
+  m.name = name;
+  m.facts = facts;
+  m.kind = model_kind(facts);
+  struct stat st {};
+  if (::stat(facts.path.c_str(), &st) == 0)
+    m.modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return m;
+}
 
 std::string parameter_size(uint64_t n) {
   char buf[32];

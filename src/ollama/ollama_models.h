@@ -23,6 +23,9 @@ struct OllamaModel {
   int64_t modified_ns = 0;  // the file's modification time
 };
 
+// The model named `name` whose file is at facts.path: its kind and its file's modification time.
+OllamaModel ollama_model(const std::string& name, const ModelFacts& facts);
+
 // What a loaded model's engine reports of itself (its /v1/models entry's "meta").
 struct EngineMeta {
   std::optional<uint64_t> context;  // n_ctx of a slot: the context a request gets

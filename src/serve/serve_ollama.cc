@@ -1,27 +1,11 @@
 #include "serve/serve_ollama.h"
 
-#include <sys/stat.h>
-
 #include <filesystem>
 
 namespace onebit {
-namespace {
-
-int64_t modified_ns(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-}  // namespace
 
 ServeOllamaHost::ServeOllamaHost(const std::string& model_path, const ModelFacts& facts, std::string device)
-    : device_(std::move(device)) {
-  model_.name = std::filesystem::path(model_path).stem().string();
-  model_.facts = facts;
-  model_.kind = model_kind(facts);
-  model_.modified_ns = modified_ns(model_path);
-}
+    : model_(ollama_model(std::filesystem::path(model_path).stem().string(), facts)), device_(std::move(device)) {}
 
 void ServeOllamaHost::set_engine(Upstream engine) {
   std::lock_guard<std::mutex> lock(mu_);
