@@ -35,7 +35,10 @@ std::optional<OllamaModel> LemonadeOllamaHost::find(const std::string& name) {
 
 std::vector<OllamaRunning> LemonadeOllamaHost::running() {
   std::vector<OllamaRunning> out;
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const LoadedView& v : models_.loaded_views()) {
+    if (v.expires_ms && *v.expires_ms <= now_ms) continue;  // on its way out
     OllamaRunning r;
     try {
       r.model = ollama_model(v.name, read_model_facts(v.path));
@@ -64,10 +67,6 @@ OllamaLease LemonadeOllamaHost::use(const std::string& name) {
 }
 
 void LemonadeOllamaHost::keep_alive(const std::string& name, const KeepAlive& k) {
-  if (k.unload_now()) {
-    models_.unload(name);
-    return;
-  }
   models_.set_keep_alive(name, k.forever ? std::nullopt : std::optional<int64_t>(k.duration.count()));
 }
 

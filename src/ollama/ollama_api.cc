@@ -51,7 +51,8 @@ void apply_format(const json& request, json& body) {
   const json& f = request["format"];
   if (f.is_string() && f.get<std::string>().empty()) return;
   if (f == "json") {
-    body["response_format"] = {{"type", "json_object"}};
+    // With a schema: the engine's chat formats take an empty one for none at all.
+    body["response_format"] = {{"type", "json_object"}, {"schema", {{"type", "object"}}}};
   } else if (f.is_object()) {
     body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "format"}, {"schema", f}}}};
   } else {

@@ -86,7 +86,7 @@ TEST(OllamaApi, ChatCall) {
                           {"stream", true},
                           {"temperature", 0},
                           {"max_tokens", 8},
-                          {"response_format", {{"type", "json_object"}}},
+                          {"response_format", {{"type", "json_object"}, {"schema", {{"type", "object"}}}}},
                           {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}}},
                           {"chat_template_kwargs", {{"enable_thinking", false}}}}));
   EXPECT_EQ(c.keep_alive.duration, std::chrono::minutes(10));

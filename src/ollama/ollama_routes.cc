@@ -88,6 +88,7 @@ bool OllamaRoutes::generate(const Request& req, Responder& r, const EngineCall& 
   bool keep;
   {
     OllamaLease lease = host_.use(call.model);
+    if (call.keep_alive.given) host_.keep_alive(call.model, call.keep_alive);
     if (call.empty) {
       keep = kind == ReplyKind::kEmbeddings ? send_json(r, 200, {{"embedding", json::array()}})
              : kind == ReplyKind::kEmbed    ? send_json(r, 200, {{"model", call.model}, {"embeddings", json::array()}})
@@ -103,7 +104,7 @@ bool OllamaRoutes::generate(const Request& req, Responder& r, const EngineCall& 
     }
   }
   // After the lease is let go: unloading waits for the model to be idle.
-  if (call.keep_alive.given) host_.keep_alive(call.model, call.keep_alive);
+  if (call.keep_alive.unload_now()) host_.unload(call.model);
   return keep;
 }
 

@@ -35,7 +35,8 @@ class OllamaHost {
   virtual std::vector<OllamaRunning> running() = 0;
   // The model's engine, loaded first when it is not. Throws OllamaError (404: unknown).
   virtual OllamaLease use(const std::string& name) = 0;
-  // After a request that gave keep_alive (always given: k.given); 0 unloads the model now.
+  // The keep_alive a request gave (k.given), set before it is answered, so that a client that
+  // asks /api/ps right after sees it; a model whose time has passed is not listed as running.
   virtual void keep_alive(const std::string& name, const KeepAlive& k) = 0;
   // Unloads the model now; false when it was not loaded.
   virtual bool unload(const std::string& name) = 0;
