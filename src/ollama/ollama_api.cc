@@ -76,14 +76,19 @@ json engine_message(const json& m, size_t index) {
   json out = {{"role", role}, {"content", text_field(m, "content", where)}};
   if (const std::string thinking = text_field(m, "thinking", where); !thinking.empty())
     out["reasoning_content"] = thinking;
-  if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
+  if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+    if (!m["tool_calls"].is_array()) throw OllamaError(400, where + "tool_calls must be a list");
     json calls = json::array();
     for (const json& c : m["tool_calls"]) {
-      const json fn = c.value("function", json::object());
-      const json args = fn.value("arguments", json::object());
+      const std::string at = where + "tool_calls[" + std::to_string(calls.size()) + "].";
+      if (!c.is_object() || !c.contains("function") || !c["function"].is_object())
+        throw OllamaError(400, at + "function must be an object");
+      const json& fn = c["function"];
+      const json args = fn.contains("arguments") ? fn["arguments"] : json::object();
       calls.push_back({{"id", "call_" + std::to_string(calls.size())},
                        {"type", "function"},
-                       {"function", {{"name", fn.value("name", "")}, {"arguments", args.is_string() ? args : json(args.dump())}}}});
+                       {"function", {{"name", text_field(fn, "name", at + "function.")},
+                                     {"arguments", args.is_string() ? args : json(args.dump())}}}});
     }
     out["tool_calls"] = calls;
   }
