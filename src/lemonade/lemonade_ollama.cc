@@ -54,7 +54,9 @@ std::vector<OllamaRunning> LemonadeOllamaHost::running() {
 }
 
 OllamaLease LemonadeOllamaHost::use(const std::string& name) {
-  if (!find(name)) throw OllamaError(404, not_found(name));
+  // The catalog alone decides (its metadata is read at load): no file read on every request.
+  const std::optional<CatalogEntry> e = catalog_.find(name);
+  if (!e || e->path.empty()) throw OllamaError(404, not_found(name));
   const auto start = std::chrono::steady_clock::now();
   try {
     auto lease = std::make_shared<ModelManager::Lease>(models_.acquire(name));
