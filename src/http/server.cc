@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <system_error>
 
 namespace onebit {
@@ -185,8 +186,9 @@ bool Responder::client_gone() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-bool Responder::forward(const Upstream& to, const Request& req, const std::string& body, const Headers& extra,
-                        const BodyTap& tap) {
+Responder::Exchange Responder::exchange(const Upstream& to, const Request& req, const std::string& body,
+                                        bool uncompressed, HttpConn*& out, ResponseHead& resp, BodyFraming& framing,
+                                        std::string& failure) {
   const int port = to.port;
   RequestHead up;
   up.method = req.head.method;
@@ -196,6 +198,7 @@ bool Responder::forward(const Upstream& to, const Request& req, const std::strin
   for (const auto& h : req.head.headers) {
     if (is_hop_by_hop(h.name)) continue;
     if (keyed && (iequals(h.name, "Authorization") || iequals(h.name, "X-Api-Key"))) continue;
+    if (uncompressed && iequals(h.name, "Accept-Encoding")) continue;
     up.headers.push_back(h);
   }
   if (keyed) up.headers.push_back(to.authorization());
@@ -215,8 +218,8 @@ bool Responder::forward(const Upstream& to, const Request& req, const std::strin
       std::string err;
       Fd fd = connect_tcp("127.0.0.1", port, kUpstreamConnectMs, &err);
       if (!fd.valid()) {
-        send_error(502, "engine unreachable: " + err, "server_error");
-        return false;
+        failure = "engine unreachable: " + err;
+        return Exchange::kFailed;
       }
       conn = std::make_unique<HttpConn>(std::move(fd));
     }
@@ -224,27 +227,43 @@ bool Responder::forward(const Upstream& to, const Request& req, const std::strin
     Wait w = sent ? read_upstream_head(*conn, client_.fd(), head) : Wait::kUpstream;
     if (w == Wait::kClientGone) {
       conn.reset();
-      return false;
+      return Exchange::kClientGone;
     }
     if (sent && !head.empty()) break;
     // A kept-alive engine connection may have been closed just before we used it: retry once
     // on a fresh one. Nothing of the response has reached the client yet.
     conn.reset();
     if (!reused || attempt > 0) {
-      send_error(502, "the engine closed the connection without answering", "server_error");
-      return false;
+      failure = "the engine closed the connection without answering";
+      return Exchange::kFailed;
     }
   }
-
-  ResponseHead resp;
-  BodyFraming framing;
   try {
     resp = parse_response_head(head);
     framing = response_framing(resp, req.head.method);
   } catch (const HttpError& e) {
     conn.reset();
-    send_error(502, std::string("bad response from the engine: ") + e.what(), "server_error");
-    return false;
+    failure = std::string("bad response from the engine: ") + e.what();
+    return Exchange::kFailed;
+  }
+  out = conn.get();
+  return Exchange::kAnswered;
+}
+
+bool Responder::forward(const Upstream& to, const Request& req, const std::string& body, const Headers& extra,
+                        const BodyTap& tap) {
+  HttpConn* conn = nullptr;
+  ResponseHead resp;
+  BodyFraming framing;
+  std::string failure;
+  switch (exchange(to, req, body, false, conn, resp, framing, failure)) {
+    case Exchange::kClientGone:
+      return false;
+    case Exchange::kFailed:
+      send_error(502, failure, "server_error");
+      return false;
+    case Exchange::kAnswered:
+      break;
   }
   const bool upstream_close = header_has_token(resp.headers, "Connection", "close") || resp.minor == 0;
   const bool close_after = client_close_ || framing.kind == BodyKind::kUntilClose;
@@ -258,15 +277,68 @@ bool Responder::forward(const Upstream& to, const Request& req, const std::strin
   if (close_after) out.headers.push_back({"Connection", "close"});
 
   bool ok = relay_body(*conn, framing, serialize(out), tap);
-  if (!ok || upstream_close) conn.reset();
+  if (!ok || upstream_close) upstreams_.erase(to.port);
   return ok && !close_after;
 }
 
-bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::string prefix, const BodyTap& tap) {
+namespace {
+
+// One chunk of a chunked body; nothing for empty data, which would end the body.
+void append_chunk(std::string& out, const std::string& data) {
+  if (data.empty()) return;
+  char size[20];
+  snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  out += size;
+  out += data;
+  out += "\r\n";
+}
+
+}  // namespace
+
+bool Responder::translate(const Upstream& to, const Request& req, const std::string& body,
+                          BodyTranslation& translation) {
+  HttpConn* conn = nullptr;
+  ResponseHead resp;
+  BodyFraming framing;
+  std::string failure;
+  const Exchange e = exchange(to, req, body, true, conn, resp, framing, failure);
+  if (e == Exchange::kClientGone) return false;
+  ResponseHead out;
+  out.status = e == Exchange::kFailed ? 502 : resp.status;
+  out.headers = {{"Content-Type", translation.begin(out.status)}, {"Transfer-Encoding", "chunked"}};
+  if (client_close_) out.headers.push_back({"Connection", "close"});
+  if (e == Exchange::kFailed) {
+    std::string bytes = serialize(out);
+    append_chunk(bytes, translation.feed(json_error_body(502, failure, "server_error")));
+    append_chunk(bytes, translation.end());
+    bytes += "0\r\n\r\n";
+    return write_all(client_.fd(), bytes) && !client_close_;
+  }
+  const bool upstream_close = header_has_token(resp.headers, "Connection", "close") || resp.minor == 0;
+  bool ok = relay_body(*conn, framing, serialize(out), nullptr, &translation);
+  if (!ok || upstream_close || framing.kind == BodyKind::kUntilClose) upstreams_.erase(to.port);
+  return ok && !client_close_;
+}
+
+bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::string prefix, const BodyTap& tap,
+                           BodyTranslation* translation) {
   std::string& buf = conn.buffer();
   uint64_t left = framing.length;
   ChunkedDecoder chunks;
   std::string decoded;
+  const bool decode = tap || translation;
+  // What the client gets for a piece of the engine's body: the bytes themselves, or their
+  // translation as one chunk (the last with the translation's end and the closing chunk).
+  auto pass = [&](std::string_view payload, size_t raw, bool done) {
+    if (!translation) {
+      prefix.append(buf, 0, raw);
+      return;
+    }
+    std::string piece = translation->feed(payload);
+    if (done) piece += translation->end();
+    append_chunk(prefix, piece);
+    if (done) prefix += "0\r\n\r\n";
+  };
   while (true) {
     size_t take = 0;
     bool done = false;
@@ -282,7 +354,7 @@ bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::stri
       case BodyKind::kChunked:
         try {
           decoded.clear();
-          take = chunks.feed(buf.data(), buf.size(), tap ? &decoded : nullptr);
+          take = chunks.feed(buf.data(), buf.size(), decode ? &decoded : nullptr);
         } catch (const HttpError&) {
           return false;
         }
@@ -292,12 +364,13 @@ bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::stri
         take = buf.size();
         break;
     }
+    const std::string_view payload =
+        framing.kind == BodyKind::kChunked ? std::string_view(decoded) : std::string_view(buf.data(), take);
     if (tap) {
-      if (framing.kind == BodyKind::kChunked) tap(decoded.data(), decoded.size());
-      else tap(buf.data(), take);
+      tap(payload.data(), payload.size());
       if (done) tap(nullptr, 0);
     }
-    prefix.append(buf, 0, take);
+    pass(payload, take, done);
     buf.erase(0, take);
     if (!prefix.empty()) {
       if (!write_all(client_.fd(), prefix)) return false;
@@ -308,6 +381,10 @@ bool Responder::relay_body(HttpConn& conn, const BodyFraming& framing, std::stri
     if (!conn.receive()) {
       if (framing.kind != BodyKind::kUntilClose) return false;
       if (tap) tap(nullptr, 0);  // such a body ends with the connection, after its last bytes went out
+      if (translation) {
+        pass({}, 0, true);
+        return write_all(client_.fd(), prefix);
+      }
       return true;
     }
   }

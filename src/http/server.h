@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "http/conn.h"
@@ -35,6 +36,20 @@ struct Request {
 // last call with data == nullptr says the body is complete; it comes before the body's last bytes
 // go to the client, so what the tap records is in place when the client sees the end.
 using BodyTap = std::function<void(const char* data, size_t size)>;
+
+// Turns an engine's response into another API's as it passes (Ollama's NDJSON from the engine's
+// SSE): the client gets the engine's status with the translation's content type and body,
+// chunked, each piece written as soon as the translation returns it.
+class BodyTranslation {
+ public:
+  virtual ~BodyTranslation() = default;
+  // The engine's status; returns the content type of the client's answer.
+  virtual std::string begin(int status) = 0;
+  // A piece of the engine's body (de-chunked); returns what the client gets for it, maybe "".
+  virtual std::string feed(std::string_view data) = 0;
+  // The engine's body is complete; returns the rest of the client's.
+  virtual std::string end() = 0;
+};
 
 // An engine on 127.0.0.1: its port and the key it demands (engine/engine_key.h; empty: none).
 struct Upstream {
@@ -61,13 +76,25 @@ class Responder {
   bool forward(const Upstream& to, const Request& req, const Headers& extra = {}, const BodyTap& tap = nullptr) {
     return forward(to, req, req.body, extra, tap);
   }
+  // Sends `req` (with `body`) to the engine `to` and answers the client with the translation of
+  // the engine's response. The engine's body arrives uncompressed (no Accept-Encoding goes
+  // along). When the engine cannot be reached, the translation gets a 502 with the engine's
+  // error shape.
+  bool translate(const Upstream& to, const Request& req, const std::string& body, BodyTranslation& translation);
   // The client's connection, for handlers that wait long: true once it has hung up.
   bool client_gone() const;
   // Whether the client asked to close after this response.
   bool closing() const { return client_close_; }
 
  private:
-  bool relay_body(HttpConn& conn, const BodyFraming& framing, std::string prefix, const BodyTap& tap);
+  enum class Exchange { kAnswered, kClientGone, kFailed };
+  // Sends the request to the engine and reads its response head into `head` and `framing`;
+  // kFailed with `failure` saying why when the engine cannot be reached or answers badly.
+  // `uncompressed`: no Accept-Encoding goes along.
+  Exchange exchange(const Upstream& to, const Request& req, const std::string& body, bool uncompressed,
+                    HttpConn*& conn, ResponseHead& head, BodyFraming& framing, std::string& failure);
+  bool relay_body(HttpConn& conn, const BodyFraming& framing, std::string prefix, const BodyTap& tap,
+                  BodyTranslation* translation = nullptr);
 
   HttpConn& client_;
   std::map<int, std::unique_ptr<HttpConn>>& upstreams_;

@@ -322,12 +322,39 @@ void ModelManager::unload_all() {
   while (!loaded_.empty()) stop_when_idle(lock, loaded_.begin()->second);
 }
 
+bool ModelManager::set_keep_alive(const std::string& name, std::optional<int64_t> ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = loaded_.find(name);
+  if (it == loaded_.end()) return false;
+  it->second->keep_alive_ms = ms;
+  return true;
+}
+
+void ModelManager::unload_expired() {
+  // A load in progress holds load_mu_ for as long as it takes: try again on the next round
+  // rather than hold up the watch over dead backends.
+  std::unique_lock<std::mutex> load_lock(load_mu_, std::try_to_lock);
+  if (!load_lock.owns_lock()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t now = epoch_ms();
+  for (bool again = true; again;) {
+    again = false;
+    for (auto& [name, m] : loaded_)
+      if (m->keep_alive_ms && m->busy == 0 && !m->stopping && now - m->last_use_ms >= *m->keep_alive_ms) {
+        stop_when_idle(lock, m);  // erases it from loaded_: look again from the start
+        again = true;
+        break;
+      }
+  }
+}
+
 void ModelManager::monitor() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(spawn_mu_);
       if (spawn_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) return;
     }
+    unload_expired();
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = loaded_.begin(); it != loaded_.end();) {
       if (it->second->engine->running()) {
@@ -357,6 +384,17 @@ json ModelManager::health() const {
           {"all_models_loaded", all},
           {"max_models", max},
           {"crashed_models", crashed_}};
+}
+
+std::vector<LoadedView> ModelManager::loaded_views() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LoadedView> out;
+  for (const auto& [name, m] : loaded_) {
+    std::optional<int64_t> expires;
+    if (m->keep_alive_ms) expires = m->last_use_ms + *m->keep_alive_ms;
+    out.push_back({name, m->path, m->device, {m->engine->port(), m->key}, expires});
+  }
+  return out;
 }
 
 std::vector<std::string> ModelManager::loaded_names() const {

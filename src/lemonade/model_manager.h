@@ -7,7 +7,8 @@
 // load runs at a time; a failed load leaves the server healthy and the other models loaded: the
 // ones it evicted to make room (stopped before the new engine starts, so that both never hold
 // memory at once) are loaded again before it reports the failure; a backend that dies is noticed
-// within 250 ms, reported by health(), and loaded again on the next request.
+// within 250 ms, reported by health(), and loaded again on the next request. A model given a
+// keep-alive (Ollama's keep_alive) is unloaded once it has been idle that long, checked as often.
 //
 // Children are started from one long-lived thread, since the parent-death signal that ties a
 // child to 1bit fires when the thread that forked it ends.
@@ -67,6 +68,14 @@ struct LoadedModel {
   int64_t last_use_ms = 0;
   int busy = 0;
   bool stopping = false;  // waiting to be unloaded: new requests wait and load it again
+  std::optional<int64_t> keep_alive_ms;  // unloaded after this long idle; none: stays until evicted
+};
+
+// A loaded model as Ollama's /api/ps shows it.
+struct LoadedView {
+  std::string name, path, device;
+  Upstream engine;
+  std::optional<int64_t> expires_ms;  // epoch ms, counted from its last use
 };
 
 class ModelManager {
@@ -103,6 +112,11 @@ class ModelManager {
   // /health's model fields: model_loaded, all_models_loaded, max_models, and backends that died.
   nlohmann::json health() const;
   std::vector<std::string> loaded_names() const;
+  std::vector<LoadedView> loaded_views() const;
+
+  // Unload `name` after `ms` of idleness (none: never), from its last use on. False when it is
+  // not loaded.
+  bool set_keep_alive(const std::string& name, std::optional<int64_t> ms);
 
  private:
   nlohmann::json load_locked(const std::string& name, const nlohmann::json& request, const nlohmann::json& options,
@@ -118,6 +132,8 @@ class ModelManager {
   void stop_when_idle(std::unique_lock<std::mutex>& lock, std::shared_ptr<LoadedModel> m);
   void release(LoadedModel& m);
   void monitor();
+  // Unloads the models whose keep-alive has passed (one try each: never waits for a load).
+  void unload_expired();
   std::unique_ptr<ChildProcess> spawn(const ChildSpec& spec);
   void spawner();
 

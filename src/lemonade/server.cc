@@ -87,6 +87,8 @@ LemonadeServer::LemonadeServer(Catalog& catalog, ModelManager& models, const std
                                const std::vector<std::string>* allowed_origins)
     : catalog_(catalog),
       models_(models),
+      ollama_host_(catalog, models),
+      ollama_(ollama_host_),
       server_(config_for(api_key, max_body, allowed_origins),
               [this](const Request& req, Responder& r) { return handle(req, r); }) {}
 
@@ -131,6 +133,7 @@ bool LemonadeServer::handle(const Request& req, Responder& r) {
     return r.send(200, "text/html; charset=utf-8", m == "HEAD" ? "" : embedded::kLemonadePage);
   }
   if (req.path == "/metrics") return r.send(200, "text/plain; version=0.0.4", metrics());
+  if (OllamaRoutes::handles(req.path)) return ollama_.serve(req, r);
   std::string path;
   if (req.path == "/live") path = "live";
   for (const char* p : kPrefixes)

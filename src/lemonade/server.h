@@ -1,5 +1,6 @@
 // The HTTP face of `1bit lemonade`: Lemonade's API under /api/v0, /api/v1, /v0 and /v1 (the
-// same handler for each), /live and /metrics at the root, and a small web page at /. Inference
+// same handler for each), /live and /metrics at the root, Ollama's API under /api
+// (lemonade/lemonade_ollama.h), and a small web page at /. Inference
 // requests are forwarded to the model's engine through the shared HTTP server core, streams
 // passing through unchanged.
 #pragma once
@@ -14,6 +15,7 @@
 
 #include "http/server.h"
 #include "lemonade/catalog.h"
+#include "lemonade/lemonade_ollama.h"
 #include "lemonade/model_manager.h"
 
 namespace onebit {
@@ -70,6 +72,8 @@ class LemonadeServer {
 
   Catalog& catalog_;
   ModelManager& models_;
+  LemonadeOllamaHost ollama_host_;
+  OllamaRoutes ollama_;
   HttpServer server_;
 
   mutable std::mutex stats_mu_;

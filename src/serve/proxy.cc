@@ -24,12 +24,17 @@ ServerConfig server_config(const ProxyConfig& c) {
 
 }  // namespace
 
-Proxy::Proxy(ProxyConfig config, std::vector<Backend> backends, Router router)
+Proxy::Proxy(ProxyConfig config, std::vector<Backend> backends, Router router, OllamaHost* ollama)
     : backends_(std::move(backends)),
       router_(std::move(router)),
+      ollama_(ollama ? std::optional<OllamaRoutes>(std::in_place, *ollama) : std::nullopt),
       server_(server_config(config), [this](const Request& req, Responder& r) { return handle(req, r); }) {}
 
 bool Proxy::handle(const Request& req, Responder& r) {
+  if (ollama_ && OllamaRoutes::handles(req.path)) {
+    if (!ready_) return r.send(503, "application/json; charset=utf-8", ollama_error_body("Loading model"));
+    return ollama_->serve(req, r);
+  }
   if (!ready_) return r.send_error(503, "Loading model", "unavailable_error");
   RouteDecision route;
   if (router_) {

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "http/server.h"
+#include "ollama/ollama_routes.h"
 
 namespace onebit {
 
@@ -35,7 +37,8 @@ struct ProxyConfig {
 
 class Proxy {
  public:
-  Proxy(ProxyConfig config, std::vector<Backend> backends, Router router = nullptr);
+  // `ollama`: the host of Ollama's routes (/api/chat, ...), which go to it rather than the engine.
+  Proxy(ProxyConfig config, std::vector<Backend> backends, Router router = nullptr, OllamaHost* ollama = nullptr);
 
   // Serves on a socket already listening (http/net.h's listen_tcp).
   void adopt(Fd listener) { server_.adopt(std::move(listener)); }
@@ -53,6 +56,7 @@ class Proxy {
 
   std::vector<Backend> backends_;
   Router router_;
+  std::optional<OllamaRoutes> ollama_;
   std::atomic<bool> ready_{false};
   HttpServer server_;
 };

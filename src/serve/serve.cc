@@ -25,6 +25,7 @@
 #include "recipes/recipe_store.h"
 #include "serve/long_route.h"
 #include "serve/proxy.h"
+#include "serve/serve_ollama.h"
 #include "serve/serve_options.h"
 
 namespace onebit {
@@ -139,14 +140,17 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
   for (const auto& e : setup.engines) backends.push_back({e.label, {0, e.key}});
   std::shared_ptr<LongRouter> router;
   if (setup.long_model) router = std::make_shared<LongRouter>(Upstream{0, setup.engines[0].key}, o.long_from);
+  ServeOllamaHost ollama(setup.model_path, setup.model, setup.where.device);
   Proxy proxy(pc, backends,
               router ? Router([router](const RequestHead& r, const std::string& b) { return router->route(r, b); })
-                     : Router());
+                     : Router(),
+              &ollama);
   proxy.adopt(std::move(listener));
 
   std::vector<std::unique_ptr<EngineProcess>> engines;
   auto point_at = [&](size_t index, int port) {
     proxy.set_engine(index, {port, setup.engines[index].key});
+    if (index == 0) ollama.set_engine({port, setup.engines[index].key});
     if (router && index == 0) router->set_main({port, setup.engines[index].key});
   };
   auto shutdown = [&](int code) {
