@@ -1,6 +1,7 @@
 // The shipped model: `1bit serve` with no -m serves models/1bit-small (what `make serve` runs),
 // it answers in the template, and --draft and --dflash with its shipped drafters draft without
-// changing the greedy answer; the engine's profile of a speculative step adds up.
+// changing the greedy answer (the draft model keeping its drafted KV or not); the engine's
+// profile of a decode step adds up.
 #include <signal.h>
 
 #include <map>
@@ -150,6 +151,49 @@ TEST(DefaultModel, TheStepProfileAddsUp) {
   expect_phases_add_up(*plain, {"draft", "decode", "sample", "other"});
   EXPECT_EQ(plain->ms["draft"], 0.0);
   EXPECT_GT(plain->ms["decode"], 0.0);
+}
+
+// Patch 0008: the draft model keeps its drafted KV rather than decoding each verification batch
+// again. Greedy answers stay those of the target alone either way, also for short answers on a
+// server that reuses its cache (a fully accepted draft followed by a step without one, which must
+// still give the drafter the token it never decoded), and the drafter, which must see every
+// token of the sequence, drafts about as well as when it decodes them all again.
+TEST(DefaultModel, TheDraftModelKeepsItsKv) {
+  const std::string prompts[] = {
+      "Write a Python function `is_palindrome`: Return True if a string reads the same backwards.",
+      "Write a Python function `getpos`: Return current line number and offset."};
+  const int lengths[] = {96, 3, 5, 9, 17, 33};
+  std::vector<std::string> answers[3];
+  int accepted[3] = {0, 0, 0}, drafted[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    TempDir dir;
+    std::vector<std::string> argv = {onebit_binary(), "serve", "--port", "0"};
+    if (i > 0) argv.insert(argv.end(), {"--draft", source_dir() + kDraft, "--draft-max", "4"});
+    std::map<std::string, std::string> env;
+    if (i == 2) env["ONEBIT_DRAFT_REEVAL"] = "1";
+    Subprocess serve(argv, env, dir.path());
+    int port = serve_ready_port(serve);
+    ASSERT_GT(port, 0) << serve.err();
+    for (const auto& prompt : prompts) {
+      for (int n : lengths) {
+        json j = chat(port, prompt, n);
+        answers[i].push_back(j.value("/choices/0/message/content"_json_pointer, std::string("(no answer)")));
+        if (i > 0 && n == lengths[0]) {
+          drafted[i] += j["timings"]["draft_n"].get<int>();
+          accepted[i] += j["timings"]["draft_n_accepted"].get<int>();
+        }
+      }
+    }
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait(20s), 0);
+  }
+  EXPECT_EQ(answers[1], answers[0]);
+  EXPECT_EQ(answers[2], answers[0]);
+  ASSERT_GT(drafted[2], 0);
+  ASSERT_GT(accepted[2], 0);
+  const double kept = double(accepted[1]) / drafted[1], again = double(accepted[2]) / drafted[2];
+  EXPECT_GT(kept, 0.8 * again) << accepted[1] << "/" << drafted[1] << " kept against " << accepted[2] << "/"
+                               << drafted[2] << " decoded again";
 }
 
 TEST(DefaultModel, TheShippedDflashDrafterDraftsTheSameAnswer) {
