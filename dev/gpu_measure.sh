@@ -89,7 +89,9 @@
 #                                    the engine's step profile (ONEBIT_STEP_PROFILE, patch 0007) for
 #                                    the plain target, dflash at 3, 7 and 15 drafted, eagle3 at 7 and
 #                                    15 and the 1B draft model at 7 (every draft rejected), the 8B
-#                                    drafting for itself at 7 (drafts accepted), dflash-15 with the
+#                                    drafting for itself at 7 (drafts accepted), those two again
+#                                    decoding each verified batch again (ONEBIT_DRAFT_REEVAL, patch
+#                                    0008's switch back to the engine's way), dflash-15 with the
 #                                    target sampling on the GPU (-bs) and with the drafter sampling on
 #                                    the CPU; the plain target, dflash-15 and eagle3-7 again without
 #                                    the profile (what its synchronization costs); the engines' logs
@@ -436,6 +438,8 @@ case $stage in
     for n in 3 7 15; do configs+=(--config "dflash-$n=$p --dflash $dflash --draft-max $n"); done
     configs+=(--config "eagle3-7=$p --eagle3 $eagle3 --draft-max 7" --config "eagle3-15=$p --eagle3 $eagle3 --draft-max 15"
               --config "draft-7=$p --draft $draft --draft-max 7" --config "itself-7=$p --draft $llama --draft-max 7"
+              --config "draft-7-decoded-again=$p ONEBIT_DRAFT_REEVAL=1 --draft $draft --draft-max 7"
+              --config "itself-7-decoded-again=$p ONEBIT_DRAFT_REEVAL=1 --draft $llama --draft-max 7"
               --config "dflash-15-bs=$p --dflash $dflash --draft-max 15 -- -bs"
               --config "dflash-15-cpu-draft-sampling=$p --dflash $dflash --draft-max 15 -- --no-spec-draft-backend-sampling"
               --config "dflash-15-unprofiled=--dflash $dflash --draft-max 15" --config "eagle3-7-unprofiled=--eagle3 $eagle3 --draft-max 7")
