@@ -1,6 +1,6 @@
 # Entry point. `make serve` and `make test` work on a fresh Debian 12 machine: they install what
 # is missing, fetch and build the pinned engine into a cache outside build/, then build 1bit.
-#   make build [CUDA=1]   engine + 1bit; the binary is build/bin/1bit
+#   make build [CUDA=1] [VULKAN=1]   engine + 1bit; the binary is build/bin/1bit
 #   make serve [ARGS=...] build, then `build/bin/1bit serve $(ARGS)`
 #   make test             build with the tests, then run every test through ctest
 #   make clean            remove build/ (the engine cache stays)
@@ -8,19 +8,22 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CUDA ?=
+VULKAN ?=
 ARGS ?=
 REQUIRE_TESTS ?= OFF
 
-ENGINE_FLAGS := $(if $(filter 1 ON on yes,$(CUDA)),--cuda,)
+ON_VALUES := 1 ON on yes
+ENGINE_FLAGS := $(if $(filter $(ON_VALUES),$(CUDA)),--cuda) $(if $(filter $(ON_VALUES),$(VULKAN)),--vulkan)
+SETUP_FLAGS := $(if $(filter $(ON_VALUES),$(VULKAN)),--with-vulkan)
 CXX_COMPILER := $(shell command -v clang++ 2>/dev/null || command -v c++)
 
 .PHONY: build build-tests serve test clean setup setup-tests
 
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh $(SETUP_FLAGS)
 
 setup-tests:
-	@scripts/setup.sh --with-tests
+	@scripts/setup.sh --with-tests $(SETUP_FLAGS)
 
 build: setup
 	@$(MAKE) --no-print-directory compile
@@ -39,7 +42,8 @@ compile:
 	fi && \
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=$(CXX_COMPILER) \
 	      -DONEBIT_ENGINE_PREFIX="$$prefix" -DONEBIT_REQUIRE_TESTS=$(REQUIRE_TESTS) \
-	      -DONEBIT_CUDA=$(if $(ENGINE_FLAGS),ON,OFF) >/dev/null && \
+	      -DONEBIT_CUDA=$(if $(filter --cuda,$(ENGINE_FLAGS)),ON,OFF) \
+	      -DONEBIT_VULKAN=$(if $(filter --vulkan,$(ENGINE_FLAGS)),ON,OFF) >/dev/null && \
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 serve: build

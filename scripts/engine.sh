@@ -2,9 +2,11 @@
 # Fetches, verifies, patches and builds the pinned engine (llama.cpp) into a cache outside the
 # build tree, and prints the prefix of the finished build on stdout.
 #
-#   scripts/engine.sh [--cuda] [--key | --prepare DIR | --export-source OUT.tar.xz]
+#   scripts/engine.sh [--cuda] [--vulkan] [--key | --prepare DIR | --export-source OUT.tar.xz]
 #
 #   --cuda           build with CUDA for sm_90 and the local GPU's architecture
+#   --vulkan         build with Vulkan (Debian's loader, headers and glslc: scripts/setup.sh
+#                    --with-vulkan installs them)
 #   --key            print the cache key and exit (nothing is fetched or built)
 #   --prepare DIR    only check out the verified source into DIR and apply the patch queue
 #   --export-source  write the verified, patched source a build needs (no models, docs, tests or
@@ -35,10 +37,11 @@ patch_dir=${ONEBIT_PATCH_DIR:-$here/../patches/llama.cpp}
 die() { echo "engine: $*" >&2; exit 1; }
 log() { echo "engine: $*" >&2; }
 
-cuda=0 mode=build prepare_dir=
+cuda=0 vulkan=0 mode=build prepare_dir=
 while [ $# -gt 0 ]; do
   case $1 in
     --cuda) cuda=1 ;;
+    --vulkan) vulkan=1 ;;
     --key) mode=key ;;
     --prepare) mode=prepare; prepare_dir=${2:?--prepare needs a directory}; shift ;;
     --export-source) mode=export; prepare_dir=${2:?--export-source needs a file name}; shift ;;
@@ -46,6 +49,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+# One GPU backend a build: with both, the engine would list one GPU twice (CUDA0 and Vulkan0) and
+# spread a model over both.
+[ $cuda = 1 ] && [ $vulkan = 1 ] && die "--cuda and --vulkan together: build the engine with one of them"
 
 patches() { [ -d "$patch_dir" ] && find "$patch_dir" -maxdepth 1 -name '*.patch' -type f | LC_ALL=C sort; true; }
 
@@ -95,6 +102,7 @@ cmake_options() {
     fi
     o+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$archs")
   fi
+  [ $vulkan = 1 ] && o+=(-DGGML_VULKAN=ON)
   printf '%s\n' "${o[@]}"
 }
 
@@ -104,7 +112,7 @@ cache_key() {
     cmake_options
     want_ui && echo "web ui"
     echo "machine $(uname -m) $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sha256sum | cut -c1-16)"
-    echo "compilers $({ cc --version; c++ --version; [ $cuda = 1 ] && nvcc --version; } 2>/dev/null | sha256sum | cut -c1-16)"
+    echo "compilers $({ cc --version; c++ --version; [ $cuda = 1 ] && nvcc --version; [ $vulkan = 1 ] && glslc --version; } 2>/dev/null | sha256sum | cut -c1-16)"
     echo "script $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-64)"
     local p
     while IFS= read -r p; do [ -n "$p" ] && echo "patch $(basename "$p") $(sha256sum < "$p" | cut -c1-64)"; done < <(patches)
@@ -273,6 +281,7 @@ ln -sfn "$root/src" "$prefix/src"
   echo "  \"commit\": \"$COMMIT\","
   echo "  \"key\": \"$key\","
   echo "  \"cuda\": $([ $cuda = 1 ] && echo true || echo false),"
+  echo "  \"vulkan\": $([ $vulkan = 1 ] && echo true || echo false),"
   echo "  \"web_ui_wanted\": $(want_ui && echo true || echo false),"
   echo "  \"web_ui\": $([ -f "$root/src/tools/ui/dist/index.html" ] && echo true || echo false),"
   echo "  \"patches\": [$(patches | while IFS= read -r p; do [ -n "$p" ] && printf '"%s",' "$(basename "$p")"; done | sed 's/,$//')]"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that building (and with --with-tests, testing) 1bit needs, and
-# only those that are missing. When everything is present it prints nothing and exits at once.
+# Installs the Debian packages that building (and with --with-tests, testing; with --with-vulkan,
+# building the engine with Vulkan) 1bit needs, and only those that are missing. When everything is present it prints nothing and exits at once.
 # Each entry is "package" or "package:probe"; a probe starting with / is a file, else a command,
 # so tools that came from elsewhere (a node from another source, say) count as present.
 set -euo pipefail
@@ -10,9 +10,19 @@ build=(build-essential:c++ cmake:cmake git:git ccache:ccache pkg-config:pkg-conf
 tests=(clang:clang++ libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
        googletest:/usr/src/googletest libgtest-dev:/usr/include/gtest/gtest.h
        libcpp-httplib-dev:/usr/include/httplib.h chromium:/usr/bin/chromium)
+# The loader and headers, the shader compiler, and Mesa's drivers (lavapipe: a Vulkan device on
+# the CPU, which the vulkan tests run on where no GPU is).
+vulkan=(libvulkan-dev:/usr/include/vulkan/vulkan.h glslc:glslc spirv-headers:/usr/include/spirv
+        mesa-vulkan-drivers:/usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
 
 want=("${build[@]}")
-[ "${1:-}" = "--with-tests" ] && want+=("${tests[@]}")
+for a in "$@"; do
+  case $a in
+    --with-tests) want+=("${tests[@]}") ;;
+    --with-vulkan) want+=("${vulkan[@]}") ;;
+    *) echo "setup: unknown option $a" >&2; exit 2 ;;
+  esac
+done
 
 present() {
   local pkg=${1%%:*} probe=${1#*:}

@@ -1,7 +1,7 @@
 // The shipped model: `1bit serve` with no -m serves models/1bit-small (what `make serve` runs),
 // it answers in the template, and --draft and --dflash with its shipped drafters draft without
 // changing the greedy answer (the draft model keeping its drafted KV or not); the engine's
-// profile of a decode step adds up.
+// profile of a decode step adds up; on a Vulkan build it serves on the Vulkan device.
 #include <signal.h>
 
 #include <map>
@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/device.h"
 #include "http/conn.h"
 #include "subprocess.h"
 #include "test_support.h"
@@ -77,6 +78,29 @@ std::optional<StepProfile> step_profile_in(const std::string& log, const std::st
     in.ignore(1);  // the comma
   }
   return p;
+}
+
+// On an engine built with Vulkan (make build VULKAN=1) the shipped model serves on a Vulkan
+// device: the first one, which is Mesa's lavapipe on the CPU where there is no GPU (the engine
+// lists a CPU's Vulkan device only when GGML_VK_VISIBLE_DEVICES names it).
+TEST(DefaultModel, ServesOnVulkan) {
+  if (!engine_built_with_vulkan()) GTEST_SKIP() << "the engine was built without Vulkan (make build VULKAN=1)";
+  TempDir dir;
+  const std::string log = dir.path() + "/engine.log";
+  // -lv 4: the engine then logs the device it loads onto.
+  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--device", "vulkan", "--engine-log", log, "--", "-lv", "4"},
+                   {{"GGML_VK_VISIBLE_DEVICES", "0"}}, dir.path());
+  int port = serve_ready_port(serve, 300s);
+  ASSERT_GT(port, 0) << serve.err();
+  json j = chat(port, "Write a Python function `count_vowels`: Return the number of vowels in a string.", 16);
+  std::string answer = j["choices"][0]["message"]["content"];
+  EXPECT_EQ(answer.rfind("def count_vowels(", 0), 0u) << answer;
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(20s), 0);
+  // The layers went to the Vulkan device.
+  const std::string text = read_file(log);
+  EXPECT_NE(text.find("using device Vulkan0"), std::string::npos) << text.substr(0, 4000);
+  EXPECT_NE(text.find("repeating layers to GPU"), std::string::npos) << text.substr(0, 4000);
 }
 
 TEST(DefaultModel, TheShippedDrafterDrafts) {

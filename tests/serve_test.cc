@@ -81,6 +81,34 @@ TEST_F(ServeTest, DryRunPrintsTheExactCommand) {
   EXPECT_NE(plan.out.find(" -ngl 0 -dev none --jinja\n"), std::string::npos) << plan.out;
 }
 
+// Vulkan: --device vulkan offloads as cuda does; auto takes a Vulkan GPU where the engine lists no
+// CUDA device, but not Mesa's Vulkan on the CPU (llvmpipe), which only --device vulkan takes; a
+// real launch names what is missing.
+TEST_F(ServeTest, VulkanDevices) {
+  const std::string radeon = "Vulkan0: AMD Radeon RX 7900 XTX (RADV NAVI31) (24560 MiB, 24000 MiB free)";
+  const std::string llvmpipe = "Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (7936 MiB, 7936 MiB free)";
+  RunResult r = run(serve_args({"-m", model_, "--dry-run", "--device", "vulkan"}), fake_env({{"FAKE_DEVICES", radeon}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(" -ngl 99 --jinja\n"), std::string::npos) << r.out;
+  r = run(serve_args({"-m", model_, "--dry-run"}), fake_env({{"FAKE_DEVICES", radeon}}));
+  EXPECT_NE(r.out.find(" -ngl 99 --jinja\n"), std::string::npos) << r.out;
+  r = run(serve_args({"-m", model_, "--dry-run"}), fake_env({{"FAKE_DEVICES", llvmpipe}}));
+  EXPECT_NE(r.out.find(" -ngl 0 -dev none --jinja\n"), std::string::npos) << r.out;
+  r = run(serve_args({"-m", model_, "--dry-run", "--device", "vulkan"}), fake_env({{"FAKE_DEVICES", llvmpipe}}));
+  EXPECT_NE(r.out.find(" -ngl 99 --jinja\n"), std::string::npos) << r.out;
+  // CUDA first when the engine lists both.
+  r = run(serve_args({"-m", model_, "--dry-run"}), fake_env({{"FAKE_DEVICES", radeon + ";CUDA0: Fake GPU (1000 MiB)"}}));
+  EXPECT_NE(r.out.find(" -ngl 99 --jinja\n"), std::string::npos) << r.out;
+  // A real launch with no Vulkan device is one line naming it, exit 1.
+  r = run(serve_args({"-m", model_, "--device", "vulkan", "--port", "0"}), fake_env({{"FAKE_DEVICES", "CUDA0: Fake GPU (1000 MiB)"}}));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--device vulkan: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lists no Vulkan device"), std::string::npos) << r.err;
+  r = run(serve_args({"-m", model_, "--device", "metal"}), fake_env());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("is not one of auto, cpu, cuda, vulkan"), std::string::npos) << r.err;
+}
+
 // A llama-server command line works on serve's: the engine's options go to the engine in order,
 // serve's own stay serve's, and an option neither knows is an error naming it.
 TEST_F(ServeTest, EngineOptionsOnServesCommandLine) {

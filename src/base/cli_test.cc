@@ -97,7 +97,7 @@ TEST(ServeOptions, RejectsBadInput) {
   expect_error({"-m"}, "-m needs a value");
   expect_error({"--port", "70000"}, "--port: 70000 is out of range");
   expect_error({"--port", "http"}, "--port: \"http\" is not a whole number");
-  expect_error({"--device", "gpu"}, "--device: \"gpu\" is not one of auto, cpu, cuda");
+  expect_error({"--device", "gpu"}, "--device: \"gpu\" is not one of auto, cpu, cuda, vulkan");
   expect_error({"--draft", "a", "--mtp"}, "exclude each other");
   expect_error({"--dflash", "a", "--draft", "b"}, "exclude each other");
   expect_error({"--eagle3", "a", "--mtp"}, "exclude each other");

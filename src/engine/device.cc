@@ -37,47 +37,75 @@ std::vector<std::string> list_engine_devices(const std::string& program) {
 
 namespace {
 
-bool is_cuda(const std::string& device) { return device.rfind("CUDA", 0) == 0; }
+// The engine names its devices by backend: "CUDA0: ...", "Vulkan0: ...".
+bool is_kind(const std::string& device, const std::string& kind) {
+  return device.rfind(kind == "cuda" ? "CUDA" : "Vulkan", 0) == 0;
+}
 
-bool lists_cuda(const std::vector<std::string>& devices) { return std::any_of(devices.begin(), devices.end(), is_cuda); }
+// What follows the device's name ("CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"); a GPU the
+// engine splits into virtual devices reads "NVIDIA H200 (dev p0/v1) (...)": the model is what
+// precedes the first " (".
+std::string model_of(const std::string& device) {
+  const size_t start = device.find(": ");
+  if (start == std::string::npos) return "";
+  const size_t end = device.find(" (", start + 2);
+  return device.substr(start + 2, end == std::string::npos ? std::string::npos : end - start - 2);
+}
+
+// Mesa's Vulkan on the CPU: slower than the engine's own CPU code, so never chosen by auto.
+bool is_cpu_vulkan(const std::string& device) { return model_of(device).rfind("llvmpipe", 0) == 0; }
+
+bool lists(const std::vector<std::string>& devices, const std::string& kind, bool gpus_only) {
+  return std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
+    return is_kind(d, kind) && !(gpus_only && is_cpu_vulkan(d));
+  });
+}
+
+// auto's choice among what the engine lists: cuda, then a Vulkan GPU, then cpu.
+std::string auto_device(const std::vector<std::string>& devices) {
+  if (lists(devices, "cuda", false)) return "cuda";
+  if (lists(devices, "vulkan", true)) return "vulkan";
+  return "cpu";
+}
 
 }  // namespace
 
-std::string first_gpu(const std::vector<std::string>& devices) {
-  for (const auto& d : devices) {
-    if (!is_cuda(d)) continue;
-    // "CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"; a GPU the engine splits into virtual
-    // devices reads "NVIDIA H200 (dev p0/v1) (...)": the model is what precedes the first " (".
-    const size_t start = d.find(": ");
-    if (start == std::string::npos) return "";
-    const size_t end = d.find(" (", start + 2);
-    return d.substr(start + 2, end == std::string::npos ? std::string::npos : end - start - 2);
-  }
+std::string first_gpu(const std::vector<std::string>& devices, const std::string& kind) {
+  for (const auto& d : devices)
+    if (is_kind(d, kind)) return model_of(d);
   return "";
 }
 
 DeviceChoice resolve_device(const std::string& requested, const std::string& program) {
   if (requested == "cpu") return {"cpu", ""};
   const std::vector<std::string> devices = list_engine_devices(program);
-  if (lists_cuda(devices)) return {"cuda", first_gpu(devices)};
-  if (requested == "cuda")
-    throw Error("--device cuda: " + program + " lists no CUDA device (" + why_no_cuda() + ")");
-  return {"cpu", ""};
+  const std::string device = requested == "auto" ? auto_device(devices) : requested;
+  if (device == "cpu") return {"cpu", ""};
+  if (!lists(devices, device, false))
+    throw Error("--device " + device + ": " + program + " lists no " + (device == "cuda" ? "CUDA" : "Vulkan") +
+                " device (" + (device == "cuda" ? why_no_cuda() : why_no_vulkan()) + ")");
+  return {device, first_gpu(devices, device)};
 }
 
 DeviceChoice planned_device(const std::string& requested, const std::string& program) {
   if (requested == "cpu") return {"cpu", ""};
   try {
     const std::vector<std::string> devices = list_engine_devices(program);
-    if (requested == "auto" && !lists_cuda(devices)) return {"cpu", ""};
-    return {"cuda", first_gpu(devices)};
+    const std::string device = requested == "auto" ? auto_device(devices) : requested;
+    return {device, device == "cpu" ? "" : first_gpu(devices, device)};
   } catch (const Error&) {  // no engine to ask: auto follows how it was built
-    return {requested == "auto" && !engine_built_with_cuda() ? "cpu" : "cuda", ""};
+    if (requested != "auto") return {requested, ""};
+    return {engine_built_with_cuda() ? "cuda" : engine_built_with_vulkan() ? "vulkan" : "cpu", ""};
   }
 }
 
 std::string why_no_cuda() {
   return engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1";
+}
+
+std::string why_no_vulkan() {
+  return engine_built_with_vulkan() ? "no Vulkan driver or GPU is visible"
+                                    : "this engine was built without Vulkan; rebuild with make build VULKAN=1";
 }
 
 namespace {
@@ -94,6 +122,8 @@ const nlohmann::json& engine_manifest() {
 }  // namespace
 
 bool engine_built_with_cuda() { return engine_manifest().value("cuda", false); }
+
+bool engine_built_with_vulkan() { return engine_manifest().value("vulkan", false); }
 
 bool engine_rotates_q4_0() {
   const auto patches = engine_manifest().find("patches");

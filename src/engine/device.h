@@ -1,5 +1,7 @@
-// Which device serve runs the engine on. `auto` means cuda when the engine build has CUDA and a
-// GPU is visible, else cpu; the engine itself answers both questions (`--list-devices`).
+// Which device serve runs the engine on. `auto` means cuda when the engine lists a CUDA device,
+// else vulkan when it lists a Vulkan GPU, else cpu; the engine itself answers (`--list-devices`).
+// A Vulkan device that Mesa runs on the CPU (llvmpipe) is no GPU for auto, but --device vulkan
+// takes it.
 #pragma once
 
 #include <string>
@@ -11,30 +13,33 @@ namespace onebit {
 // when the engine cannot be run.
 std::vector<std::string> list_engine_devices(const std::string& program);
 
-// The GPU model of the first CUDA device in such a list ("NVIDIA H200"), or "".
-std::string first_gpu(const std::vector<std::string>& devices);
+// The GPU model of the first device of `kind` (cuda or vulkan) in such a list ("NVIDIA H200"),
+// or "".
+std::string first_gpu(const std::vector<std::string>& devices, const std::string& kind = "cuda");
 
-// Where the engine runs: cpu or cuda, and with cuda the GPU model recipes are matched against.
+// Where the engine runs: cpu, cuda or vulkan, and on a GPU the model recipes are matched against.
 struct DeviceChoice {
   std::string device;
   std::string gpu;  // "" on cpu
 };
 
-// Resolves auto/cpu/cuda for a real launch. Throws Error when cuda is asked for and the engine
-// lists no CUDA device.
+// Resolves auto/cpu/cuda/vulkan for a real launch. Throws Error when cuda or vulkan is asked for
+// and the engine lists no such device.
 DeviceChoice resolve_device(const std::string& requested, const std::string& program);
 
 // For --dry-run: nothing fails. It asks the engine as resolve_device does, so auto plans what a
-// real launch would run; cuda is planned even where the engine lists no CUDA device; an engine
-// that cannot run leaves auto to how the pinned engine was built, with no GPU named.
+// real launch would run; cuda or vulkan is planned even where the engine lists no such device; an
+// engine that cannot run leaves auto to how the pinned engine was built, with no GPU named.
 DeviceChoice planned_device(const std::string& requested, const std::string& program);
 
-// Why no CUDA device can be used: "no GPU is visible", or the engine was built without CUDA (and
-// how to rebuild it).
+// Why no CUDA (or Vulkan) device can be used: "no GPU is visible", or the engine was built
+// without it (and how to rebuild it).
 std::string why_no_cuda();
+std::string why_no_vulkan();
 
-// Whether the pinned engine build (engine.json, embedded at build time) has CUDA.
+// Whether the pinned engine build (engine.json, embedded at build time) has CUDA, or Vulkan.
 bool engine_built_with_cuda();
+bool engine_built_with_vulkan();
 
 // Whether the pinned engine build runs Hadamard-rotated Q4_0 files (onebit.hadamard_q4_0 = 32):
 // its patch queue (engine.json's "patches") holds the runtime that rotates the activations.

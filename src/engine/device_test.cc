@@ -17,5 +17,14 @@ TEST(Device, FirstGpuIsTheFirstCudaDevicesModel) {
   EXPECT_EQ(first_gpu({"CPU: x86"}), "");
 }
 
+TEST(Device, FirstGpuOfAKind) {
+  const std::vector<std::string> both = {"Vulkan0: AMD Radeon RX 7900 XTX (RADV NAVI31) (24560 MiB, 24000 MiB free)",
+                                         "CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"};
+  EXPECT_EQ(first_gpu(both, "vulkan"), "AMD Radeon RX 7900 XTX");
+  EXPECT_EQ(first_gpu(both, "cuda"), "NVIDIA H200");
+  EXPECT_EQ(first_gpu({"CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"}, "vulkan"), "");
+  EXPECT_EQ(first_gpu({"Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (7936 MiB, 7936 MiB free)"}, "vulkan"), "llvmpipe");
+}
+
 }  // namespace
 }  // namespace onebit

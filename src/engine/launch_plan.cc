@@ -100,7 +100,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
     if (!opt->env.empty() && env.erase(opt->env) > 0) plan.env_removed.push_back(opt->env);
   }
   ArgBuilder b(engine, user, env);
-  const bool gpu = in.where.device == "cuda";
+  const bool gpu = in.where.device != "cpu";
 
   auto& a = plan.args;
   a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};

@@ -46,7 +46,7 @@ std::vector<OllamaRunning> LemonadeOllamaHost::running() {
       continue;  // its file went away since it loaded
     }
     r.expires_ms = v.expires_ms;
-    r.on_gpu = v.device == "cuda";
+    r.on_gpu = v.device != "cpu";
     r.meta = fetch_engine_meta(v.engine);
     out.push_back(std::move(r));
   }

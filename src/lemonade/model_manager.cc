@@ -48,8 +48,8 @@ json checked_options(const json& request) {
   if (request.contains("llamacpp_backend") && !request["llamacpp_backend"].is_null()) {
     if (!request["llamacpp_backend"].is_string()) throw Error("llamacpp_backend must be a string");
     const std::string b = request["llamacpp_backend"];
-    if (b != "cpu" && b != "cuda" && b != "auto")
-      throw Error("llamacpp_backend \"" + b + "\" is not one this server has (cpu, cuda, auto)");
+    if (b != "cpu" && b != "cuda" && b != "vulkan" && b != "auto")
+      throw Error("llamacpp_backend \"" + b + "\" is not one this server has (cpu, cuda, vulkan, auto)");
     o["llamacpp_backend"] = b;
   }
   if (request.contains("llamacpp_args") && !request["llamacpp_args"].is_null()) {
@@ -176,8 +176,9 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   for (auto& a : shell_split(options.value("llamacpp_args", ""))) o.engine_args.push_back(a);
   std::string device = options.value("llamacpp_backend", "auto");
   if (device == "auto") device = auto_device_.device;
-  if (device == "cuda" && auto_device_.device != "cuda")
-    throw fail("the cuda backend is not available here (" + why_no_cuda() + ")");
+  // A GPU backend is the one auto found at start, or none.
+  if (device != "cpu" && device != auto_device_.device)
+    throw fail("the " + device + " backend is not available here (" + (device == "cuda" ? why_no_cuda() : why_no_vulkan()) + ")");
 
   auto m = std::make_shared<LoadedModel>();
   m->name = e.id;

@@ -155,8 +155,8 @@ class RecipeParser {
         fail(who + ": unknown match key \"" + key + "\"");
       }
     }
-    if (m.gpu && m.device && !contains(*m.device, "cuda"))
-      fail(who + ": match.gpu names GPU models, but match.device leaves out cuda");
+    if (m.gpu && m.device && !contains(*m.device, "cuda") && !contains(*m.device, "vulkan"))
+      fail(who + ": match.gpu names GPU models, but match.device leaves out cuda and vulkan");
     return m;
   }
 
@@ -223,7 +223,7 @@ std::string describe_added(const std::vector<std::string>& args, const std::vect
 }  // namespace
 
 const std::vector<std::string>& recipe_devices() {
-  static const std::vector<std::string> devices = {"cpu", "cuda"};
+  static const std::vector<std::string> devices = {"cpu", "cuda", "vulkan"};
   return devices;
 }
 
@@ -290,8 +290,8 @@ std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_
   const ModelFacts& f = *t.facts;
   if (!ignore_device && m.device && !contains(*m.device, t.device))
     return "device " + t.device + " not in " + bracket(*m.device);
-  if (!ignore_device && m.gpu) {  // a GPU model implies cuda: the GPU counts only there
-    const std::string gpu = t.device == "cuda" ? t.gpu : "";
+  if (!ignore_device && m.gpu) {  // a GPU model implies a GPU device: it counts only there
+    const std::string gpu = t.device != "cpu" ? t.gpu : "";
     if (!contains(*m.gpu, gpu)) return "gpu " + (gpu.empty() ? std::string("none") : gpu) + " not in " + bracket(*m.gpu);
   }
   if (m.cpu && !contains(*m.cpu, t.machine.cpu))
@@ -341,7 +341,7 @@ std::string recipe_conditions(const Recipe& r) {
 std::string recipe_adds(const Recipe& r) { return describe_added(r.args, r.env); }
 
 std::string unnamed_gpu_note(const std::string& who, const RecipeSet* set, const DeviceChoice& where) {
-  if (set == nullptr || where.device != "cuda" || !where.gpu.empty() ||
+  if (set == nullptr || where.device == "cpu" || !where.gpu.empty() ||
       std::none_of(set->recipes.begin(), set->recipes.end(), [](const Recipe& r) { return r.match.gpu.has_value(); }))
     return "";
   return who + ": the engine names no GPU model; recipes for a GPU model are left out";

@@ -135,6 +135,19 @@ TEST(Recipes, MismatchSaysWhy) {
   EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cuda", "", "none", &llama}, true), "");
 }
 
+// device: [vulkan] matches a Vulkan launch only, and a GPU model counts on Vulkan as on CUDA.
+TEST(Recipes, VulkanRecipesMatchVulkanLaunches) {
+  RecipeSet s = parse_recipes(R"({"recipes": [
+      {"id": "v", "match": {"device": ["vulkan"], "gpu": ["AMD Radeon RX 7900 XTX"]}, "args": ["-ub", "1024"], "measured": "m"}]})",
+                              "r.json", EngineArgs::builtin());
+  ModelFacts llama = facts("llama", false, false);
+  EXPECT_EQ(recipe_mismatch(s.recipes[0], RecipeTarget{"vulkan", "AMD Radeon RX 7900 XTX", "none", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(s.recipes[0], RecipeTarget{"cuda", "AMD Radeon RX 7900 XTX", "none", &llama}),
+            "device cuda not in [vulkan]");
+  EXPECT_EQ(recipe_mismatch(s.recipes[0], RecipeTarget{"vulkan", "llvmpipe", "none", &llama}),
+            "gpu llvmpipe not in [AMD Radeon RX 7900 XTX]");
+}
+
 TEST(Recipes, TheBuiltInSetLoads) {
   const RecipeSet& b = builtin_recipes();
   EXPECT_EQ(b.origin, "built-in recipes");
@@ -219,7 +232,7 @@ TEST(Recipes, ValidationMessages) {
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"device": "cuda"}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.device must be a list of strings");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"device": ["gpu"]}, "args": ["-ub", "1"], "measured": "m"})")),
-            "r.json: recipe \"a\": match.device: unknown value \"gpu\" (known: cpu, cuda)");
+            "r.json: recipe \"a\": match.device: unknown value \"gpu\" (known: cpu, cuda, vulkan)");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": "NVIDIA H200"}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.gpu must be a list of strings");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": []}, "args": ["-ub", "1"], "measured": "m"})")),
@@ -227,7 +240,7 @@ TEST(Recipes, ValidationMessages) {
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"gpu": [""]}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.gpu must name GPU models");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"device": ["cpu"], "gpu": ["X"]}, "args": ["-ub", "1"], "measured": "m"})")),
-            "r.json: recipe \"a\": match.gpu names GPU models, but match.device leaves out cuda");
+            "r.json: recipe \"a\": match.gpu names GPU models, but match.device leaves out cuda and vulkan");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": {"drafter": ["eagle"]}, "args": ["-ub", "1"], "measured": "m"})")),
             "r.json: recipe \"a\": match.drafter: unknown value \"eagle\" (known: none, draft, dflash, eagle3, mtp)");
   EXPECT_EQ(error_of(recipe(R"({"id": "a", "match": [], "args": ["-ub", "1"], "measured": "m"})")),

@@ -192,7 +192,7 @@ json recipe_entry(const BenchRecord& r, const Comparison& c, TuneGoal goal, cons
   json match = {{"device", list(scope.where.device)}, {"architecture", list(f.value("architecture", ""))},
                 {"moe", f.value("moe", false)}, {"hadamard_q4_0", f.value("hadamard_q4_0", false)},
                 {"drafter", list(scope.drafter)}};
-  if (scope.where.device == "cuda" && !scope.where.gpu.empty()) match["gpu"] = list(scope.where.gpu);
+  if (scope.where.device != "cpu" && !scope.where.gpu.empty()) match["gpu"] = list(scope.where.gpu);
   if (f.contains("file_type") && f["file_type"].is_string()) match["file_type"] = list(f["file_type"]);
   if (const uint64_t size = f.value("file_size", uint64_t{0}); size > 0)
     match["size_bytes"] = json::array({size - size / 10, size + size / 10});

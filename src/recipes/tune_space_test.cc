@@ -43,7 +43,7 @@ TEST(TuneSpace, SchemaErrorsNameTheProblem) {
   EXPECT_EQ(error_of(one_knob(R"("values": [])")), "space.json: knob \"k\": \"values\" must be a non-empty list of strings");
   EXPECT_EQ(error_of(one_knob(R"("values": ["-t 1"], "colour": "red")")), "space.json: knob \"k\": unknown key \"colour\"");
   EXPECT_EQ(error_of(one_knob(R"("values": ["-t 1"], "when": {"device": ["tpu"]})")),
-            "space.json: knob \"k\": when.device: unknown value \"tpu\" (known: [cpu, cuda])");
+            "space.json: knob \"k\": when.device: unknown value \"tpu\" (known: [cpu, cuda, vulkan])");
   EXPECT_EQ(error_of(one_knob(R"("values": ["-t 1"], "when": {"gpu": ["x"]})")),
             "space.json: knob \"k\": unknown when key \"gpu\"");
   EXPECT_EQ(error_of(one_knob(R"("values": ["-t 1"], "changes_output": "yes")")),

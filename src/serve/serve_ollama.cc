@@ -25,7 +25,7 @@ std::optional<OllamaModel> ServeOllamaHost::find(const std::string& name) {
 std::vector<OllamaRunning> ServeOllamaHost::running() {
   OllamaRunning r;
   r.model = model_;
-  r.on_gpu = device_ == "cuda";
+  r.on_gpu = device_ != "cpu";
   r.meta = fetch_engine_meta(engine());
   return {r};
 }

@@ -15,9 +15,10 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
       {{"--host"}, "HOST", "address to listen on (default: 127.0.0.1)", text(o.host)},
       {{"--port"}, "PORT", "port to listen on (default: 8080; 0 picks a free one)",
        [&o](const std::string& v) { o.port = static_cast<int>(parse_int_option("--port", v, 0, 65535)); }},
-      {{"--device"}, "DEV", "auto, cpu or cuda (default: auto = cuda when the engine has CUDA and\na GPU is visible, else cpu)",
+      {{"--device"}, "DEV", "auto, cpu, cuda or vulkan (default: auto = cuda when the engine lists a CUDA\ndevice, else vulkan when it lists a Vulkan GPU, else cpu)",
        [&o](const std::string& v) {
-         if (v != "auto" && v != "cpu" && v != "cuda") throw Error("--device: \"" + v + "\" is not one of auto, cpu, cuda");
+         if (v != "auto" && v != "cpu" && v != "cuda" && v != "vulkan")
+           throw Error("--device: \"" + v + "\" is not one of auto, cpu, cuda, vulkan");
          o.device = v;
        }},
       {{"-c", "--ctx-size"}, "N", "context size in tokens (default: the engine's)",
