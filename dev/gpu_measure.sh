@@ -94,8 +94,9 @@
 #                                    0008's switch back to the engine's way), dflash-15 with the
 #                                    target sampling on the GPU (-bs) and with the drafter sampling on
 #                                    the CPU; the plain target, dflash-15 and eagle3-7 again without
-#                                    the profile (what its synchronization costs); the engines' logs
-#                                    in step-logs/, their profile lines in step-profile.txt
+#                                    the profile (what its synchronization costs); llama-bench tg128
+#                                    on the same file before and after (step-tg128.md); the engines'
+#                                    logs in step-logs/, their profile lines in step-profile.txt
 #   dev/gpu_measure.sh rotate        Hadamard-rotated Q4_0 on CUDA: dev/rotate_measure.sh on Llama 3
 #                                    8B and the 9B hybrid (rotate time and memory, llama-bench
 #                                    rotated against plain Q4_0), the shipped 1bit-tiny's perplexity
@@ -444,10 +445,14 @@ case $stage in
               --config "dflash-15-cpu-draft-sampling=$p --dflash $dflash --draft-max 15 -- --no-spec-draft-backend-sampling"
               --config "dflash-15-unprofiled=--dflash $dflash --draft-max 15" --config "eagle3-7-unprofiled=--eagle3 $eagle3 --draft-max 7")
     rm -rf "$out/step-logs" && mkdir -p "$out/step-logs"
+    # The engine's own decode on the same file, before and after: what the server adds to a step.
+    tg() { "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' || echo "llama-bench failed"; }
+    tg >"$out/step-tg128.md"
     "$bin/1bit" bench -m "$llama" "${configs[@]}" --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
       --log-dir "$out/step-logs" --json "$out/step-profile.json" >"$out/step-profile-bench.txt" 2>"$out/step-profile.err" || true
+    tg >>"$out/step-tg128.md"
     (cd "$out/step-logs" && grep -H 'onebit step profile' ./*.log | sed 's/^\.\///; s/:.*onebit step profile: / /') >"$out/step-profile.txt" || true
-    cat "$out/step-profile-bench.txt" "$out/step-profile.txt"
+    cat "$out/step-tg128.md" "$out/step-profile-bench.txt" "$out/step-profile.txt"
     tail -n 2 "$out/step-profile.err"
     ;;
   rotate)
