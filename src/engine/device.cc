@@ -83,7 +83,7 @@ DeviceChoice resolve_device(const std::string& requested, const std::string& pro
   if (device == "cpu") return {"cpu", ""};
   if (!lists(devices, device, false))
     throw Error("--device " + device + ": " + program + " lists no " + (device == "cuda" ? "CUDA" : "Vulkan") +
-                " device (" + (device == "cuda" ? why_no_cuda() : why_no_vulkan()) + ")");
+                " device (" + why_no_device(device) + ")");
   return {device, first_gpu(devices, device)};
 }
 
@@ -99,11 +99,9 @@ DeviceChoice planned_device(const std::string& requested, const std::string& pro
   }
 }
 
-std::string why_no_cuda() {
-  return engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1";
-}
-
-std::string why_no_vulkan() {
+std::string why_no_device(const std::string& kind) {
+  if (kind == "cuda")
+    return engine_built_with_cuda() ? "no GPU is visible" : "this engine was built without CUDA; rebuild with make build CUDA=1";
   return engine_built_with_vulkan() ? "no Vulkan driver or GPU is visible"
                                     : "this engine was built without Vulkan; rebuild with make build VULKAN=1";
 }

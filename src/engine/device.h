@@ -32,10 +32,9 @@ DeviceChoice resolve_device(const std::string& requested, const std::string& pro
 // engine that cannot run leaves auto to how the pinned engine was built, with no GPU named.
 DeviceChoice planned_device(const std::string& requested, const std::string& program);
 
-// Why no CUDA (or Vulkan) device can be used: "no GPU is visible", or the engine was built
-// without it (and how to rebuild it).
-std::string why_no_cuda();
-std::string why_no_vulkan();
+// Why no device of `kind` (cuda or vulkan) can be used: none is visible, or the engine was built
+// without that backend (and how to rebuild it).
+std::string why_no_device(const std::string& kind);
 
 // Whether the pinned engine build (engine.json, embedded at build time) has CUDA, or Vulkan.
 bool engine_built_with_cuda();

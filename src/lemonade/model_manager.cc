@@ -178,7 +178,7 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   if (device == "auto") device = auto_device_.device;
   // A GPU backend is the one auto found at start, or none.
   if (device != "cpu" && device != auto_device_.device)
-    throw fail("the " + device + " backend is not available here (" + (device == "cuda" ? why_no_cuda() : why_no_vulkan()) + ")");
+    throw fail("the " + device + " backend is not available here (" + why_no_device(device) + ")");
 
   auto m = std::make_shared<LoadedModel>();
   m->name = e.id;
