@@ -14,6 +14,7 @@
 #include "model/synth_command.h"
 #include "recipes/recipes_command.h"
 #include "recipes/tune_command.h"
+#include "rpc/rpc_worker_command.h"
 #include "serve/serve.h"
 
 namespace {
@@ -36,6 +37,7 @@ const Command kCommands[] = {
     {"tune", onebit::run_tune_command, "search the fastest settings for a model here; winners become recipes"},
     {"recipes", onebit::run_recipes, "list the recipes of every layer, show one, remove one from the user store"},
     {"lemonade", onebit::run_lemonade, "serve many models behind Lemonade's API, loaded on demand"},
+    {"rpc-worker", onebit::run_rpc_worker, "offer this machine's CPU or GPUs to an engine elsewhere (serve --rpc)"},
     {"version", run_version, "print 1bit's version and the engine it runs"},
     {"help", run_help, "print this help, or a command's help (1bit help serve)"},
 };
@@ -61,7 +63,7 @@ int run_help(const std::vector<std::string>& args) {
   std::cout << "usage: 1bit <command> [options]\n\n"
                "1bit serves GGUF models through a pinned llama.cpp with settings tuned for this\n"
                "machine, each backed by a measurement (recipes).\n\ncommands:\n";
-  for (const Command& c : kCommands) std::cout << "  " << c.name << std::string(10 - std::strlen(c.name), ' ') << c.summary << "\n";
+  for (const Command& c : kCommands) std::cout << "  " << c.name << std::string(12 - std::strlen(c.name), ' ') << c.summary << "\n";
   std::cout << "\n1bit help COMMAND (or 1bit COMMAND --help) lists a command's options.\n"
                "\nenvironment:\n"
                "  ONEBIT_LLAMA_SERVER       the engine binary serve starts (like --llama-server)\n"

@@ -12,8 +12,10 @@
 
 namespace onebit {
 
-std::vector<std::string> list_engine_devices(const std::string& program) {
-  auto child = ChildProcess::start({program, {"--list-devices"}, {}, {}, "", false});
+std::vector<std::string> list_engine_devices(const std::string& program, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = extra;
+  args.push_back("--list-devices");
+  auto child = ChildProcess::start({program, args, {}, {}, "", false});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (child->running() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -70,6 +72,20 @@ std::string auto_device(const std::vector<std::string>& devices) {
 
 }  // namespace
 
+static std::vector<std::string> of_kind(const std::vector<std::string>& devices, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& d : devices)
+    if (is_kind(d, kind)) out.push_back(d);
+  return out;
+}
+
+std::vector<std::string> device_names(const std::vector<std::string>& devices, const std::string& kind, bool gpus_only) {
+  std::vector<std::string> names;
+  for (const auto& d : devices)
+    if (is_kind(d, kind) && !(gpus_only && is_cpu_vulkan(d))) names.push_back(d.substr(0, d.find(':')));
+  return names;
+}
+
 std::string first_gpu(const std::vector<std::string>& devices, const std::string& kind) {
   for (const auto& d : devices)
     if (is_kind(d, kind)) return model_of(d);
@@ -84,7 +100,7 @@ DeviceChoice resolve_device(const std::string& requested, const std::string& pro
   if (!lists(devices, device, false))
     throw Error("--device " + device + ": " + program + " lists no " + (device == "cuda" ? "CUDA" : "Vulkan") +
                 " device (" + why_no_device(device) + ")");
-  return {device, first_gpu(devices, device)};
+  return {device, first_gpu(devices, device), of_kind(devices, device)};
 }
 
 DeviceChoice planned_device(const std::string& requested, const std::string& program) {
@@ -92,7 +108,8 @@ DeviceChoice planned_device(const std::string& requested, const std::string& pro
   try {
     const std::vector<std::string> devices = list_engine_devices(program);
     const std::string device = requested == "auto" ? auto_device(devices) : requested;
-    return {device, device == "cpu" ? "" : first_gpu(devices, device)};
+    if (device == "cpu") return {"cpu", ""};
+    return {device, first_gpu(devices, device), of_kind(devices, device)};
   } catch (const Error&) {  // no engine to ask: auto follows how it was built
     if (requested != "auto") return {requested, ""};
     return {engine_built_with_cuda() ? "cuda" : engine_built_with_vulkan() ? "vulkan" : "cpu", ""};

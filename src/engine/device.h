@@ -9,9 +9,14 @@
 
 namespace onebit {
 
-// The devices the engine at `program` can use ("CUDA0: NVIDIA H200 (...)", ...). Throws Error
-// when the engine cannot be run.
-std::vector<std::string> list_engine_devices(const std::string& program);
+// The devices the engine at `program` can use ("CUDA0: NVIDIA H200 (...)", ...), with `extra`
+// before --list-devices (--rpc WORKERS adds theirs). Throws Error when the engine cannot be run.
+std::vector<std::string> list_engine_devices(const std::string& program, const std::vector<std::string>& extra = {});
+
+// The engine's names ("CUDA0", "Vulkan1") of the listed devices of `kind` (cuda or vulkan);
+// without Mesa's CPU Vulkan (llvmpipe) when `gpus_only`.
+std::vector<std::string> device_names(const std::vector<std::string>& devices, const std::string& kind,
+                                      bool gpus_only = false);
 
 // The GPU model of the first device of `kind` (cuda or vulkan) in such a list ("NVIDIA H200"),
 // or "".
@@ -21,6 +26,7 @@ std::string first_gpu(const std::vector<std::string>& devices, const std::string
 struct DeviceChoice {
   std::string device;
   std::string gpu;  // "" on cpu
+  std::vector<std::string> devices;  // the engine's lines for the devices of that kind (none on cpu)
 };
 
 // Resolves auto/cpu/cuda/vulkan for a real launch. Throws Error when cuda or vulkan is asked for

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/paths.h"
 #include "base/shell.h"
+#include "rpc/rpc_endpoints.h"
 
 extern char** environ;
 
@@ -104,10 +105,23 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
 
   auto& a = plan.args;
   a = {"-m", in.model_path, "--host", "127.0.0.1", "--port", std::to_string(in.port)};
-  b.add_default(a, {"-ngl", gpu ? "99" : "0"});
+  // Before -dev: the engine knows a worker's devices only once --rpc has added them.
+  if (!o.rpc.empty()) b.add_own(a, "--rpc", {"--rpc", rpc_list(o.rpc)});
+  const bool offload = gpu || !o.rpc.empty();
+  b.add_default(a, {"-ngl", offload ? "99" : "0"});
   // On the CPU, no layers on a GPU is not enough: a CUDA build of the engine would still hand
-  // large batches to the GPU. No devices at all is what "cpu" means.
-  if (!gpu) b.add_default(a, {"-dev", "none"});
+  // large batches to the GPU. No local devices at all is what "cpu" means; workers stay.
+  if (!gpu) {
+    // Workers not listed yet (a dry run that could not reach them) offer one device each.
+    std::vector<std::string> rpc_devices = in.rpc_devices;
+    if (rpc_devices.empty())
+      for (size_t i = 0; i < o.rpc.size(); ++i) rpc_devices.push_back("RPC" + std::to_string(i));
+    std::string devices;
+    for (const auto& d : rpc_devices) devices += (devices.empty() ? "" : ",") + d;
+    b.add_default(a, {"-dev", devices.empty() ? "none" : devices.c_str()});
+  }
+  // Several local GPUs: the engine's default layout, written out so that the plan shows it.
+  if (in.where.devices.size() > 1) b.add_default(a, {"-sm", "layer"});
   b.add_default(a, {"--jinja"});
 
   if (o.ctx_size) b.add_own(a, "-c", {"-c", std::to_string(*o.ctx_size)});
@@ -136,7 +150,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (in.recipes != nullptr) {
     ChildEnv child_env;
     child_env.inherited = env;
-    RecipeTarget target{in.where.device, in.where.gpu, kind, in.model, in.machine};
+    RecipeTarget target{in.where.device, in.where.gpu, kind, in.model, in.machine, !o.rpc.empty(), static_cast<int>(in.where.devices.size())};
     plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
     plan.env_added = child_env.added;
   }

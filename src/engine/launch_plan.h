@@ -2,8 +2,10 @@
 // command line and environment. Pure (no processes, no files), so dry-run and a real launch
 // print and run the very same thing.
 //
-// Order of the command line: the base (-m M --host 127.0.0.1 --port P -ngl 99|0 --jinja), serve's
-// own options (-c, -fa, -np), the drafter's flags, the arguments given after "--", then recipes.
+// Order of the command line: the base (-m M --host 127.0.0.1 --port P [--rpc W] -ngl 99|0 --jinja),
+// serve's own options (-c, -fa, -np), the drafter's flags, the arguments given after "--", then
+// recipes. With RPC workers every layer is offloaded: to the local GPU and the workers by their
+// free memory, or with --device cpu to the workers alone.
 #pragma once
 
 #include <map>
@@ -25,7 +27,8 @@ struct LaunchInputs {
   const ModelFacts* model = nullptr;
   const ModelFacts* drafter = nullptr;    // the drafter's file (--draft, --dflash, --eagle3, --mtp FILE)
   std::string program;                    // the llama-server binary
-  DeviceChoice where;                     // cpu or cuda (already resolved); the GPU model for recipes
+  DeviceChoice where;                     // cpu, cuda or vulkan (already resolved); the GPU model for recipes
+  std::vector<std::string> rpc_devices;   // the engine's names of the --rpc workers' devices ("RPC0", ...)
   int port = 0;                           // the engine's loopback port
   const RecipeSet* recipes = nullptr;     // nullptr: --no-recipes
   RecipeMachine machine = RecipeMachine::here();  // the CPU and engine build recipes are matched against

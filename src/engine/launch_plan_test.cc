@@ -223,4 +223,54 @@ TEST(LaunchPlan, RecipesMatchTheMachineOfTheLaunch) {
   EXPECT_EQ(LaunchInputs().machine.engine, RecipeMachine::here().engine);
 }
 
+TEST(LaunchPlan, RpcWorkersTakeEveryLayer) {
+  Fixture f;
+  f.options.rpc = parse_rpc_endpoints("127.0.0.1:50052,[::1]:50053");
+  // On cpu the local devices are left out and the workers' alone stay, named after --rpc.
+  EXPECT_EQ(f.plan("cpu").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "--rpc",
+                                      "127.0.0.1:50052,[::1]:50053", "-ngl", "99", "-dev", "RPC0,RPC1", "--jinja"}));
+  // Beside a GPU the engine places layers on it and the workers alike.
+  EXPECT_EQ(f.plan("cuda").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "--rpc",
+                                       "127.0.0.1:50052,[::1]:50053", "-ngl", "99", "--jinja"}));
+  f.options.engine_args = {"--rpc", "h:1"};
+  EXPECT_EQ(error_of(f), "--rpc is set twice: by --rpc and after \"--\"; keep one");
+}
+
+TEST(LaunchPlan, RpcDevicesAsTheEngineListed) {
+  Fixture f;
+  f.options.rpc = parse_rpc_endpoints("a:1");
+  LaunchInputs in;
+  in.options = &f.options;
+  in.model_path = "m.gguf";
+  in.model = &f.model;
+  in.program = "/bin/llama-server";
+  in.where = {"cpu", ""};
+  in.rpc_devices = {"RPC0", "RPC1"};  // one worker offering two GPUs
+  const Args args = plan_launch(in, EngineArgs::builtin()).args;
+  const auto dev = std::find(args.begin(), args.end(), "-dev");
+  ASSERT_NE(dev, args.end());
+  EXPECT_EQ(*(dev + 1), "RPC0,RPC1");
+}
+
+TEST(LaunchPlan, SeveralGpusAreSplitByLayer) {
+  Fixture f;
+  LaunchInputs in;
+  in.options = &f.options;
+  in.model_path = "m.gguf";
+  in.model = &f.model;
+  in.program = "/bin/llama-server";
+  in.where = {"cuda", "NVIDIA H200", {"CUDA0: NVIDIA H200 (143771 MiB)", "CUDA1: NVIDIA H200 (143771 MiB)"}};
+  Args args = plan_launch(in, EngineArgs::builtin()).args;
+  EXPECT_NE(std::find(args.begin(), args.end(), "-sm"), args.end());
+  EXPECT_EQ(*(std::find(args.begin(), args.end(), "-sm") + 1), "layer");
+  f.options.engine_args = {"--split-mode", "row"};  // the user's layout wins
+  args = plan_launch(in, EngineArgs::builtin()).args;
+  EXPECT_EQ(std::count(args.begin(), args.end(), "-sm"), 0);
+  EXPECT_EQ(*(std::find(args.begin(), args.end(), "--split-mode") + 1), "row");
+  in.where.devices.pop_back();  // one GPU: nothing to split
+  f.options.engine_args.clear();
+  args = plan_launch(in, EngineArgs::builtin()).args;
+  EXPECT_EQ(std::count(args.begin(), args.end(), "-sm"), 0);
+}
+
 }  // namespace onebit

@@ -17,6 +17,7 @@
 #include "lemonade/model_manager.h"
 #include "lemonade/server.h"
 #include "recipes/recipe_store.h"
+#include "rpc/rpc_endpoints.h"
 
 namespace onebit {
 namespace {
@@ -25,7 +26,7 @@ struct LemonadeOptions {
   std::string host = "127.0.0.1";
   int port = 13305;
   std::vector<std::string> allowed_origins;
-  std::string models_dir, extra_models_dir, api_key, llamacpp_args, llama_server, state_dir, recipes_file;
+  std::string models_dir, extra_models_dir, api_key, llamacpp_args, rpc, llama_server, state_dir, recipes_file;
   bool no_recipes = false;
   int max_loaded = 1;
   std::optional<int64_t> ctx_size;
@@ -58,6 +59,12 @@ std::vector<CliOption> table(LemonadeOptions& o) {
       {{"--llamacpp-args"}, "ARGS", "engine arguments for every model unless a load says otherwise\n"
                                     "($LEMONADE_LLAMACPP_ARGS)",
        text(o.llamacpp_args)},
+      {{"--rpc"}, "HOST:PORT,...", "RPC workers (1bit rpc-worker) for every model unless a load says\n"
+                                   "otherwise (its \"rpc\" option; \"\" for none); a worker serves one model at a time",
+       [&o](const std::string& v) {
+         parse_rpc_endpoints(v);
+         o.rpc = v;
+       }},
       {{"--state-dir"}, "DIR", "pulled models, saved options and engine logs (default:\n"
                                "~/.cache/1bit/lemonade; $LEMONADE_CACHE_DIR)",
        text(o.state_dir)},
@@ -138,6 +145,7 @@ int run_lemonade(const std::vector<std::string>& args) {
     mc.max_loaded = o.max_loaded;
     mc.ctx_size = o.ctx_size;
     mc.llamacpp_args = o.llamacpp_args;
+    mc.rpc = o.rpc;
     mc.llama_server = o.llama_server;
     mc.log_dir = o.state_dir + "/logs";
     mc.load_timeout_s = o.load_timeout_s;

@@ -1,5 +1,6 @@
 #include "lemonade/model_manager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "http/net.h"
 #include "model/gguf_facts.h"
 #include "recipes/recipes.h"
+#include "rpc/rpc_endpoints.h"
 #include "serve/serve_options.h"
 
 namespace onebit {
@@ -56,6 +58,11 @@ json checked_options(const json& request) {
     if (!request["llamacpp_args"].is_string()) throw Error("llamacpp_args must be a string");
     shell_split(request["llamacpp_args"]);  // throws on unbalanced quotes
     o["llamacpp_args"] = request["llamacpp_args"];
+  }
+  if (request.contains("rpc") && !request["rpc"].is_null()) {
+    if (!request["rpc"].is_string()) throw Error("rpc must be a string: HOST:PORT[,HOST:PORT...]");
+    if (!request["rpc"].get<std::string>().empty()) parse_rpc_endpoints(request["rpc"], "rpc");
+    o["rpc"] = request["rpc"];
   }
   return o;
 }
@@ -131,6 +138,16 @@ void ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   in.model = &facts;
   in.program = config_.llama_server;
   in.where = {device, auto_device_.gpu};  // the GPU counts only where device is cuda
+  if (device == auto_device_.device) in.where.devices = auto_device_.devices;
+  // The engine aborts on a worker it cannot reach: check each one first, and name the devices.
+  if (!o.rpc.empty()) {
+    try {
+      check_rpc_workers(o.rpc);
+      for (const auto& line : rpc_devices(config_.llama_server, o.rpc)) in.rpc_devices.push_back(line.substr(0, line.find(':')));
+    } catch (const Error& err) {
+      throw fail(err.what());
+    }
+  }
   in.recipes = config_.recipes;
   in.environment = current_environment();
   try {
@@ -174,6 +191,7 @@ std::shared_ptr<LoadedModel> ModelManager::start_backend(const CatalogEntry& e, 
   if (e.type() == "embedding") o.engine_args.push_back("--embeddings");
   if (e.type() == "reranking") o.engine_args.push_back("--reranking");
   for (auto& a : shell_split(options.value("llamacpp_args", ""))) o.engine_args.push_back(a);
+  if (const std::string rpc = options.value("rpc", ""); !rpc.empty()) o.rpc = parse_rpc_endpoints(rpc, "rpc");
   std::string device = options.value("llamacpp_backend", "auto");
   if (device == "auto") device = auto_device_.device;
   // A GPU backend is the one auto found at start, or none.
@@ -222,6 +240,7 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
   json options = json::object();
   if (config_.ctx_size) options["ctx_size"] = *config_.ctx_size;
   if (!config_.llamacpp_args.empty()) options["llamacpp_args"] = config_.llamacpp_args;
+  if (!config_.rpc.empty()) options["rpc"] = config_.rpc;
   const json saved = catalog_.saved_options(name);  // a named copy: items() of a temporary would dangle
   for (auto& [k, v] : saved.items()) options[k] = v;
   for (auto& [k, v] : req_options.items()) options[k] = v;
@@ -245,6 +264,23 @@ json ModelManager::load_locked(const std::string& name, const json& request, con
     if (count < config_.max_loaded || !lru) break;
     stop_when_idle(lock, lru);
     evicted.push_back(lru);
+  }
+  // A worker serves one engine at a time: a second engine would wait on it for ever.
+  if (const std::string rpc = options.value("rpc", ""); !rpc.empty()) {
+    const std::vector<RpcEndpoint> wanted = parse_rpc_endpoints(rpc, "rpc");
+    for (const auto& [other, loaded] : loaded_) {
+      const std::string theirs = loaded->options.value("rpc", "");
+      if (theirs.empty()) continue;
+      for (const auto& w : parse_rpc_endpoints(theirs, "rpc")) {
+        if (std::find(wanted.begin(), wanted.end(), w) == wanted.end()) continue;
+        lock.unlock();
+        restore(evicted);
+        throw ModelError(409, "model_load_error",
+                         name + ": rpc worker " + w.text() + " serves " + other +
+                             " (a worker serves one engine at a time); unload " + other + " first",
+                         name);
+      }
+    }
   }
   lock.unlock();
   std::shared_ptr<LoadedModel> m;

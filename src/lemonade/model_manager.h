@@ -54,6 +54,7 @@ struct ManagerConfig {
   int max_loaded = 1;                  // per type; -1: no limit
   std::optional<int64_t> ctx_size;     // server-wide default
   std::string llamacpp_args;           // server-wide default engine arguments
+  std::string rpc;                     // server-wide default RPC workers (HOST:PORT,...)
   std::string llama_server;            // the engine binary
   std::string log_dir;                 // one log per model
   double load_timeout_s = 600;

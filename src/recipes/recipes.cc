@@ -116,7 +116,7 @@ class RecipeParser {
 
   std::pair<uint64_t, uint64_t> byte_range(const json& v, const std::string& what) const {
     if (!v.is_array() || v.size() != 2 || !v[0].is_number_unsigned() || !v[1].is_number_unsigned())
-      fail(what + " must be [min, max]: two whole numbers of bytes");
+      fail(what + " must be [min, max]: two whole numbers");
     const auto min = v[0].get<uint64_t>(), max = v[1].get<uint64_t>();
     if (min > max) fail(what + ": min " + std::to_string(min) + " is above max " + std::to_string(max));
     return {min, max};
@@ -144,13 +144,15 @@ class RecipeParser {
         if (m.file_type->empty()) fail(what + " must name file types");
       } else if (key == "size_bytes") {
         m.size_bytes = byte_range(it.value(), what);
+      } else if (key == "gpus") {
+        m.gpus = byte_range(it.value(), what);
       } else if (key == "drafter") {
         m.drafter = value_list(it.value(), what, drafter_kinds());
       } else if (key == "architecture") {
         m.architecture = string_list(it.value(), what);
-      } else if (key == "moe" || key == "hadamard_q4_0") {
+      } else if (key == "moe" || key == "hadamard_q4_0" || key == "rpc") {
         if (!it.value().is_boolean()) fail(what + " must be true or false");
-        (key == "moe" ? m.moe : m.hadamard_q4_0) = it.value().get<bool>();
+        (key == "moe" ? m.moe : key == "rpc" ? m.rpc : m.hadamard_q4_0) = it.value().get<bool>();
       } else {
         fail(who + ": unknown match key \"" + key + "\"");
       }
@@ -312,6 +314,9 @@ std::string recipe_mismatch(const Recipe& r, const RecipeTarget& t, bool ignore_
     return std::string("needs a model ") + (*m.hadamard_q4_0 ? "with" : "without") + " the Hadamard Q4_0 stamp";
   if (m.drafter && !contains(*m.drafter, t.drafter))
     return "drafter " + t.drafter + " not in " + bracket(*m.drafter);
+  if (!ignore_device && m.gpus && (static_cast<uint64_t>(t.gpus) < m.gpus->first || static_cast<uint64_t>(t.gpus) > m.gpus->second))
+    return "gpus " + std::to_string(t.gpus) + " not in " + std::to_string(m.gpus->first) + ".." + std::to_string(m.gpus->second);
+  if (m.rpc && *m.rpc != t.rpc) return std::string("needs a launch ") + (*m.rpc ? "with" : "without") + " RPC workers";
   return "";
 }
 
@@ -335,6 +340,8 @@ std::string recipe_conditions(const Recipe& r) {
   if (m.moe) parts.push_back(std::string("moe ") + (*m.moe ? "true" : "false"));
   if (m.hadamard_q4_0) parts.push_back(std::string("hadamard_q4_0 ") + (*m.hadamard_q4_0 ? "true" : "false"));
   list("drafter", m.drafter);
+  if (m.gpus) parts.push_back("gpus " + std::to_string(m.gpus->first) + ".." + std::to_string(m.gpus->second));
+  if (m.rpc) parts.push_back(std::string("rpc ") + (*m.rpc ? "true" : "false"));
   return parts.empty() ? "anywhere" : join(parts, "; ");
 }
 

@@ -3,7 +3,8 @@
 // A recipes file is JSON: {"about": "...", "recipes": [ {id, match, args, env, why, measured,
 // source} ]}. `id` and `measured` are required; `match` keys (all optional, missing = any) are
 // device, gpu, architecture, drafter, cpu, engine, file_type (lists of strings), moe,
-// hadamard_q4_0 (booleans) and size_bytes ([min, max], inclusive). gpu names GPU models exactly
+// hadamard_q4_0, rpc (booleans), size_bytes and gpus ([min, max], inclusive). rpc says whether
+// the launch has RPC workers (serve --rpc); gpus counts the local GPUs of the launch's device. gpu names GPU models exactly
 // as the engine lists them ("NVIDIA H200"; it implies cuda): a setting measured on one GPU is not
 // assumed to win on another. cpu, engine, file_type and size_bytes bind a recipe to the machine
 // and model it was measured on (`1bit tune` writes them): the CPU's model name as
@@ -44,8 +45,10 @@ struct RecipeMatch {
   std::optional<std::vector<std::string>> engine;     // engine build keys (engine.json "key")
   std::optional<std::vector<std::string>> file_type;  // file_type_name()s: "Q8_0", "Q4_0", ...
   std::optional<std::pair<uint64_t, uint64_t>> size_bytes;  // the model file's size, min..max inclusive
+  std::optional<std::pair<uint64_t, uint64_t>> gpus;        // local GPUs of the device, min..max inclusive
   std::optional<bool> moe;
   std::optional<bool> hadamard_q4_0;
+  std::optional<bool> rpc;
 };
 
 struct Recipe {
@@ -86,6 +89,8 @@ struct RecipeTarget {
   std::string drafter;  // none, draft, dflash, eagle3, mtp
   const ModelFacts* facts = nullptr;
   RecipeMachine machine;
+  bool rpc = false;  // the launch has RPC workers
+  int gpus = 0;      // local GPUs of the device (0 on cpu)
 };
 
 // Empty when the recipe matches, else the first reason it does not ("architecture llama not in

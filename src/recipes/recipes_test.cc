@@ -135,6 +135,31 @@ TEST(Recipes, MismatchSaysWhy) {
   EXPECT_EQ(recipe_mismatch(s.recipes[2], RecipeTarget{"cuda", "", "none", &llama}, true), "");
 }
 
+// rpc matches launches with workers (or without); gpus counts the device's local GPUs.
+TEST(Recipes, RpcAndGpuCountMatchTheLaunch) {
+  RecipeSet s = parse_recipes(R"({"recipes": [
+      {"id": "r", "match": {"rpc": true}, "args": ["-ub", "1024"], "measured": "m"},
+      {"id": "g", "match": {"device": ["cuda"], "gpus": [2, 8]}, "args": ["-sm", "row"], "measured": "m"}]})",
+                              "r.json", EngineArgs::builtin());
+  ModelFacts llama = facts("llama", false, false);
+  RecipeTarget local{"cpu", "", "none", &llama};
+  EXPECT_EQ(recipe_mismatch(s.recipes[0], local), "needs a launch with RPC workers");
+  RecipeTarget with_workers = local;
+  with_workers.rpc = true;
+  EXPECT_EQ(recipe_mismatch(s.recipes[0], with_workers), "");
+  RecipeTarget one_gpu{"cuda", "NVIDIA H200", "none", &llama};
+  one_gpu.gpus = 1;
+  EXPECT_EQ(recipe_mismatch(s.recipes[1], one_gpu), "gpus 1 not in 2..8");
+  RecipeTarget two_gpus = one_gpu;
+  two_gpus.gpus = 2;
+  EXPECT_EQ(recipe_mismatch(s.recipes[1], two_gpus), "");
+  EXPECT_EQ(recipe_conditions(s.recipes[1]), "device cuda; gpus 2..8");
+  EXPECT_EQ(recipe_conditions(s.recipes[0]), "rpc true");
+  EXPECT_NE(error_of(R"({"recipes": [{"id": "x", "match": {"rpc": 1}, "args": ["-ub", "1"], "measured": "m"}]})")
+                .find("match.rpc must be true or false"),
+            std::string::npos);
+}
+
 // device: [vulkan] matches a Vulkan launch only, and a GPU model counts on Vulkan as on CUDA.
 TEST(Recipes, VulkanRecipesMatchVulkanLaunches) {
   RecipeSet s = parse_recipes(R"({"recipes": [
@@ -347,7 +372,7 @@ TEST(Recipes, MachineKeyValidationMessages) {
   EXPECT_EQ(unknown.rfind("r.json: recipe \"a\": match.file_type: unknown value \"q8_0\" (known: F32, F16, Q4_0, Q4_1, Q8_0,", 0), 0u)
       << unknown;
   EXPECT_NE(unknown.find("BF16"), std::string::npos) << unknown;
-  const std::string range = "r.json: recipe \"a\": match.size_bytes must be [min, max]: two whole numbers of bytes";
+  const std::string range = "r.json: recipe \"a\": match.size_bytes must be [min, max]: two whole numbers";
   for (const char* bad : {"1000", "[1000]", "[1, 2, 3]", "[-1, 2]", "[1.5, 2]", "[\"1\", \"2\"]", "{}"})
     EXPECT_EQ(with(std::string(R"({"size_bytes": )") + bad + "}"), range) << bad;
   EXPECT_EQ(with(R"({"size_bytes": [2000, 1000]})"), "r.json: recipe \"a\": match.size_bytes: min 2000 is above max 1000");

@@ -30,12 +30,31 @@ Proxy::Proxy(ProxyConfig config, std::vector<Backend> backends, Router router, O
       ollama_(ollama ? std::optional<OllamaRoutes>(std::in_place, *ollama) : std::nullopt),
       server_(server_config(config), [this](const Request& req, Responder& r) { return handle(req, r); }) {}
 
+void Proxy::set_ready(bool ready) {
+  if (ready) {
+    std::lock_guard<std::mutex> lock(why_mu_);
+    why_unavailable_.clear();
+  }
+  ready_ = ready;
+}
+
+void Proxy::set_unavailable(const std::string& why) {
+  ready_ = false;
+  std::lock_guard<std::mutex> lock(why_mu_);
+  why_unavailable_ = why;
+}
+
 bool Proxy::handle(const Request& req, Responder& r) {
+  std::string why;
+  if (!ready_) {
+    std::lock_guard<std::mutex> lock(why_mu_);
+    why = why_unavailable_.empty() ? "Loading model" : why_unavailable_;
+  }
   if (ollama_ && OllamaRoutes::handles(req.path)) {
-    if (!ready_) return r.send(503, "application/json; charset=utf-8", ollama_error_body("Loading model"));
+    if (!why.empty()) return r.send(503, "application/json; charset=utf-8", ollama_error_body(why));
     return ollama_->serve(req, r);
   }
-  if (!ready_) return r.send_error(503, "Loading model", "unavailable_error");
+  if (!why.empty()) return r.send_error(503, why, "unavailable_error");
   RouteDecision route;
   if (router_) {
     try {

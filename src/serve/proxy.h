@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,7 +45,10 @@ class Proxy {
   void adopt(Fd listener) { server_.adopt(std::move(listener)); }
   int port() const { return server_.port(); }
   void start() { server_.start(); }
-  void set_ready(bool ready) { ready_ = ready; }
+  // Ready: requests go to the backends. Not ready: 503, "Loading model" or set_unavailable's why.
+  void set_ready(bool ready);
+  // Not ready, with `why` in every 503 (/health's too) until set_ready(true).
+  void set_unavailable(const std::string& why);
   // Points a backend at another engine (a restarted one); only while not ready, when no request
   // reaches the backends.
   void set_engine(size_t backend, Upstream engine) { backends_.at(backend).engine = std::move(engine); }
@@ -58,6 +62,8 @@ class Proxy {
   Router router_;
   std::optional<OllamaRoutes> ollama_;
   std::atomic<bool> ready_{false};
+  std::mutex why_mu_;
+  std::string why_unavailable_;
   HttpServer server_;
 };
 

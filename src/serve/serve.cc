@@ -23,6 +23,7 @@
 #include "model/drafter_fit.h"
 #include "model/gguf_facts.h"
 #include "recipes/recipe_store.h"
+#include "rpc/rpc_endpoints.h"
 #include "serve/long_route.h"
 #include "serve/proxy.h"
 #include "serve/serve_ollama.h"
@@ -38,6 +39,27 @@ std::optional<ModelFacts> drafter_facts(const ServeOptions& o, const ModelFacts&
   if (!o.drafter_file().empty()) d = read_model_facts(o.drafter_file());
   check_drafter_fits(o.drafter_kind(), d ? &*d : nullptr, model);
   return d;
+}
+
+// The engine's names of the devices --rpc's workers offer, each shown on stderr. A launch first
+// checks that every worker answers (the engine aborts on one that does not); a dry run only says
+// which one it could not reach.
+std::vector<std::string> worker_devices(const ServeOptions& o, const std::string& program) {
+  std::vector<std::string> lines;
+  try {
+    check_rpc_workers(o.rpc);
+    lines = rpc_devices(program, o.rpc);
+  } catch (const Error& e) {
+    if (!o.dry_run) throw;
+    std::cerr << "1bit serve: " << e.what() << "\n";
+    return {};
+  }
+  std::vector<std::string> names;
+  for (const auto& line : lines) {
+    std::cerr << "1bit serve: rpc device " << line << "\n";
+    names.push_back(line.substr(0, line.find(':')));
+  }
+  return names;
 }
 
 std::string model_or_default(const ServeOptions& o) {
@@ -70,7 +92,16 @@ class ServeSetup {
     if (long_model) check_drafter_fits(o.drafter_kind(), drafter ? &*drafter : nullptr, *long_model);
     if (!o.dry_run && access(program.c_str(), X_OK) != 0)
       throw Error(program + ": no runnable llama-server here (run make build, or pass --llama-server)");
+    if (!o.rpc.empty() && long_model)
+      throw Error("--rpc and --long-model exclude each other: a worker serves one engine at a time");
     where = o.dry_run ? planned_device(o.device, program) : resolve_device(o.device, program);
+    if (where.devices.size() > 1) {
+      std::cerr << "1bit serve: " << where.devices.size() << " " << where.device
+                << " devices; the engine splits the layers over them by free memory (-sm layer; -sm row splits each "
+                   "matrix, -sm none -mg N keeps one GPU, -ts A,B sets the shares):\n";
+      for (const auto& d : where.devices) std::cerr << "1bit serve:   " << d << "\n";
+    }
+    if (!o.rpc.empty()) rpc_devices = worker_devices(o, program);
     if (const std::string note = unnamed_gpu_note("1bit serve", recipe_choice.set(), where); !note.empty())
       std::cerr << note << "\n";
     add_engine(o, "main", model_path, model);
@@ -94,6 +125,7 @@ class ServeSetup {
   const RecipeChoice recipe_choice;
   const std::string program;
   DeviceChoice where;
+  std::vector<std::string> rpc_devices;  // "RPC0", ... (--rpc)
   std::vector<Engine> engines;
 
  private:
@@ -107,6 +139,7 @@ class ServeSetup {
     in.drafter = drafter ? &*drafter : nullptr;
     in.program = program;
     in.where = where;
+    in.rpc_devices = rpc_devices;
     in.recipes = recipe_choice.set();
     in.environment = current_environment();
     e.key = new_engine_key();
@@ -147,7 +180,7 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
               &ollama);
   proxy.adopt(std::move(listener));
 
-  std::vector<std::unique_ptr<EngineProcess>> engines;
+  std::vector<std::unique_ptr<EngineProcess>> engines(setup.engines.size());
   auto point_at = [&](size_t index, int port) {
     proxy.set_engine(index, {port, setup.engines[index].key});
     if (index == 0) ollama.set_engine({port, setup.engines[index].key});
@@ -156,51 +189,86 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
   auto shutdown = [&](int code) {
     // Engines first: a request waiting on an engine then ends at once, so the proxy's threads
     // can all finish.
-    for (auto& e : engines) e->stop();
+    for (auto& e : engines)
+      if (e) e->stop();
     proxy.stop();
     return code;
   };
-  try {
-    for (size_t i = 0; i < setup.engines.size(); ++i) {
-      const ServeSetup::Engine& slot = setup.engines[i];
-      const std::string name = "the engine (" + slot.inputs.model_path + ")";
-      EngineLaunch launch;
-      launch.name = name;
-      launch.command = [&, i](int port) {
-        const LaunchPlan p = setup.plan(setup.engines[i], port);
-        return ChildSpec{p.program, p.args, with_engine_key(p.env_added, setup.engines[i].key), p.env_removed,
-                         o.engine_log, o.verbose};
-      };
-      // A loopback port that was free a moment ago and is none of the other engines'.
-      launch.pick_port = [&engines] {
-        int port;
-        do port = pick_free_port("127.0.0.1");
-        while (std::any_of(engines.begin(), engines.end(), [&](const auto& x) { return x->port() == port; }));
-        return port;
-      };
-      launch.on_new_port = [&, i, name](int taken, int port) {
-        std::cerr << "1bit serve: port " << taken << " was taken by another program; " << name
-                  << " starts again on port " << port << "\n";
-        point_at(i, port);
-      };
-      engines.push_back(std::make_unique<EngineProcess>(std::move(launch)));
-      point_at(i, engines.back()->port());
-    }
-    proxy.start();
-    std::cerr << "1bit serve: loading " << setup.model_path << " on " << setup.where.device
-              << (setup.where.gpu.empty() ? "" : " (" + setup.where.gpu + ")") << ", listening on http://" << o.host
-              << ":" << proxy.port() << "\n";
+  auto start_engine = [&](size_t i) {
+    const ServeSetup::Engine& slot = setup.engines[i];
+    const std::string name = "the engine (" + slot.inputs.model_path + ")";
+    EngineLaunch launch;
+    launch.name = name;
+    launch.command = [&, i](int port) {
+      const LaunchPlan p = setup.plan(setup.engines[i], port);
+      return ChildSpec{p.program, p.args, with_engine_key(p.env_added, setup.engines[i].key), p.env_removed,
+                       o.engine_log, o.verbose};
+    };
+    // A loopback port that was free a moment ago and is none of the other engines'.
+    launch.pick_port = [&engines] {
+      int port;
+      do port = pick_free_port("127.0.0.1");
+      while (std::any_of(engines.begin(), engines.end(), [&](const auto& x) { return x && x->port() == port; }));
+      return port;
+    };
+    launch.on_new_port = [&, i, name](int taken, int port) {
+      std::cerr << "1bit serve: port " << taken << " was taken by another program; " << name
+                << " starts again on port " << port << "\n";
+      point_at(i, port);
+    };
+    engines[i] = std::make_unique<EngineProcess>(std::move(launch));
+    point_at(i, engines[i]->port());
+  };
+  auto wait_ready = [&] {
     std::vector<EngineProcess*> all;
     for (auto& e : engines) all.push_back(e.get());
-    if (!wait_until_ready(all, o.load_timeout_s, [&](auto d) { return signalled_within(signals, d); })) {
+    return wait_until_ready(all, o.load_timeout_s, [&](auto d) { return signalled_within(signals, d); });
+  };
+  try {
+    for (size_t i = 0; i < setup.engines.size(); ++i) start_engine(i);
+    proxy.start();
+    std::cerr << "1bit serve: loading " << setup.model_path << " on " << setup.where.device
+              << (setup.where.gpu.empty() ? "" : " (" + setup.where.gpu + ")")
+              << (o.rpc.empty() ? "" : " and rpc workers " + rpc_list(o.rpc)) << ", listening on http://" << o.host
+              << ":" << proxy.port() << "\n";
+    if (!wait_ready()) {
       std::cerr << "1bit serve: stopping\n";
       return shutdown(0);
     }
     proxy.set_ready(true);
     std::cerr << "1bit serve: ready on http://" << o.host << ":" << proxy.port() << "\n";
     while (!signalled_within(signals, std::chrono::milliseconds(250))) {
-      for (auto& e : engines)
-        if (e->poll() == EngineProcess::State::kExited) throw Error(e->exit_report("while serving"));
+      for (size_t i = 0; i < engines.size(); ++i) {
+        if (engines[i]->poll() != EngineProcess::State::kExited) continue;
+        const std::string report = engines[i]->exit_report("while serving");
+        if (o.rpc.empty()) throw Error(report);
+        // The engine aborts when a worker goes away. serve stays, says so on every request
+        // (/health included), and starts the engine again once every worker answers.
+        std::string lost;
+        for (const auto& w : o.rpc)
+          if (!rpc_unreachable(w, 1000).empty()) lost += (lost.empty() ? "" : ", ") + w.text();
+        const std::string why = lost.empty() ? "the engine stopped (" + report + ")"
+                                             : "rpc worker " + lost + " is gone and the engine stopped with it";
+        proxy.set_unavailable(why + "; serve starts the engine again when every worker answers");
+        std::cerr << "1bit serve: " << why << "; waiting for the workers to answer again\n";
+        while (true) {
+          if (signalled_within(signals, std::chrono::seconds(1))) {
+            std::cerr << "1bit serve: stopping\n";
+            return shutdown(0);
+          }
+          if (std::all_of(o.rpc.begin(), o.rpc.end(), [](const RpcEndpoint& w) { return rpc_unreachable(w, 1000).empty(); }))
+            break;
+        }
+        std::cerr << "1bit serve: every rpc worker answers; starting the engine again\n";
+        engines[i]->stop();
+        start_engine(i);
+        if (!wait_ready()) {
+          std::cerr << "1bit serve: stopping\n";
+          return shutdown(0);
+        }
+        proxy.set_ready(true);
+        std::cerr << "1bit serve: ready again on http://" << o.host << ":" << proxy.port() << "\n";
+      }
     }
   } catch (const Error&) {
     shutdown(1);

@@ -21,6 +21,9 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
            throw Error("--device: \"" + v + "\" is not one of auto, cpu, cuda, vulkan");
          o.device = v;
        }},
+      {{"--rpc"}, "HOST:PORT,...", "also place layers on these RPC workers (1bit rpc-worker there), by\n"
+                                   "their free memory beside the local GPU's; on --device cpu only on them",
+       [&o](const std::string& v) { o.rpc = parse_rpc_endpoints(v); }},
       {{"-c", "--ctx-size"}, "N", "context size in tokens (default: the engine's)",
        [&o](const std::string& v) { o.ctx_size = parse_int_option("--ctx-size", v, 0, 1ll << 32); }},
       {{"-fa", "--flash-attn"}, "", "flash attention; alone it means on",

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/cli.h"
+#include "rpc/rpc_endpoints.h"
 
 namespace onebit {
 
@@ -14,7 +15,8 @@ struct ServeOptions {
   std::string model;  // -m; empty: the default model
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string device = "auto";  // auto, cpu, cuda
+  std::string device = "auto";  // auto, cpu, cuda, vulkan
+  std::vector<RpcEndpoint> rpc;  // --rpc: workers the engine places layers on too
   std::optional<int64_t> ctx_size;
   std::string flash_attn;  // "", on, off, auto
   std::optional<int64_t> parallel;
