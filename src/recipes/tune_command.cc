@@ -231,6 +231,7 @@ int run(const std::vector<std::string>& args) {
   ctx.drafter = serve.drafter_kind();
   ctx.facts = &facts;
   ctx.physical_cores = std::max(1u, physical_cores());
+  ctx.gpus = static_cast<int>(where.devices.size());
   if (where.device == "cuda")
     for (const auto& row : nvidia_smi("memory.total"))
       if (!row.empty() && ctx.gpu_memory_bytes == 0) ctx.gpu_memory_bytes = std::strtoull(row[0].c_str(), nullptr, 10) << 20;

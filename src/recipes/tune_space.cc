@@ -110,6 +110,9 @@ Knob parse_knob(const json& j, size_t index, const std::string& origin, const En
         else if (w.key() == "moe" || w.key() == "fits_gpu") {
           if (!w.value().is_boolean()) throw fail(what + " must be true or false");
           (w.key() == "moe" ? k.when.moe : k.when.fits_gpu) = w.value().get<bool>();
+        } else if (w.key() == "min_gpus" || w.key() == "max_gpus") {
+          if (!w.value().is_number_integer() || w.value().get<int64_t>() < 1) throw fail(what + " must be a whole number from 1");
+          (w.key() == "min_gpus" ? k.when.min_gpus : k.when.max_gpus) = w.value().get<int64_t>();
         } else {
           throw fail(who + ": unknown when key \"" + w.key() + "\"");
         }
@@ -219,6 +222,10 @@ std::string knob_mismatch(const Knob& k, const TuneContext& c) {
   if (k.when.architecture && (f == nullptr || !listed(*k.when.architecture, f->architecture)))
     return "architecture " + (f ? f->architecture : std::string("?")) + " not in " + bracket(*k.when.architecture);
   if (k.when.moe && (f == nullptr || f->moe != *k.when.moe)) return *k.when.moe ? "not a MoE model" : "a MoE model";
+  if (k.when.min_gpus && c.gpus < *k.when.min_gpus)
+    return std::to_string(c.gpus) + " GPU" + (c.gpus == 1 ? "" : "s") + ", fewer than " + std::to_string(*k.when.min_gpus);
+  if (k.when.max_gpus && c.gpus > *k.when.max_gpus)
+    return std::to_string(c.gpus) + " GPUs, more than " + std::to_string(*k.when.max_gpus);
   if (k.when.fits_gpu) {
     const bool fits = c.gpu_memory_bytes == 0 || f == nullptr || f->file_size * 10 <= c.gpu_memory_bytes * 9;
     if (fits != *k.when.fits_gpu) return fits ? "the model fits the GPU's memory" : "the model does not fit the GPU's memory";

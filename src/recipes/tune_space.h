@@ -6,8 +6,9 @@
 // for its environment ("ONEBIT_GDN_PREFILL=3", "-ub 1024"). $cores (the machine's physical cores)
 // and $layers (the model's layers) may stand for a number, followed by integer arithmetic
 // ($cores-1, $cores*3/4, evaluated left to right); values that come out below 1 are left out.
-// `when` keys (all optional): device, architecture, drafter (lists) and moe, fits_gpu (booleans;
-// fits_gpu: the model file takes at most 90% of the GPU's memory). A knob that changes_output is
+// `when` keys (all optional): device, architecture, drafter (lists), moe, fits_gpu (booleans;
+// fits_gpu: the model file takes at most 90% of the GPU's memory) and min_gpus, max_gpus
+// (counts of the device's local GPUs). A knob that changes_output is
 // kept only when its greedy answers equal the baseline's.
 #pragma once
 
@@ -40,6 +41,7 @@ struct TuneSetting {
 struct KnobWhen {
   std::optional<std::vector<std::string>> device, architecture, drafter;
   std::optional<bool> moe, fits_gpu;
+  std::optional<int64_t> min_gpus, max_gpus;  // how many local GPUs of the device, inclusive
 };
 
 struct Knob {
@@ -67,6 +69,7 @@ struct TuneContext {
   const ModelFacts* facts = nullptr;
   unsigned physical_cores = 1;
   uint64_t gpu_memory_bytes = 0;  // 0: unknown (the model is taken to fit)
+  int gpus = 0;                   // local GPUs of the device (0 on cpu)
 };
 
 // Empty when the knob applies, else why not ("device cuda not in [cpu]").

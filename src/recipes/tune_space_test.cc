@@ -96,6 +96,32 @@ TEST(TuneSpace, WhereAKnobApplies) {
   EXPECT_EQ(labels(knob_settings(space.knobs[2], cpu)), std::vector<std::string>{"ONEBIT_X=1"});
 }
 
+// The built-in split knobs apply only where there are several GPUs (tensor-split: exactly two).
+TEST(TuneSpace, SplitKnobsNeedSeveralGpus) {
+  const TuneSpace& space = builtin_tune_space();
+  auto knob = [&](const std::string& id) {
+    for (const auto& k : space.knobs)
+      if (k.id == id) return k;
+    ADD_FAILURE() << id;
+    return Knob{};
+  };
+  ModelFacts facts;
+  facts.architecture = "llama";
+  TuneContext c{"cuda", "none", &facts, 16, 140ull << 30};
+  c.gpus = 1;
+  EXPECT_EQ(knob_mismatch(knob("split-mode"), c), "1 GPU, fewer than 2");
+  c.gpus = 2;
+  EXPECT_EQ(knob_mismatch(knob("split-mode"), c), "");
+  EXPECT_EQ(knob_mismatch(knob("tensor-split"), c), "");
+  EXPECT_EQ(labels(knob_settings(knob("split-mode"), c)), (std::vector<std::string>{"-sm row", "-sm none -mg 0"}));
+  c.gpus = 4;
+  EXPECT_EQ(knob_mismatch(knob("split-mode"), c), "");
+  EXPECT_EQ(knob_mismatch(knob("tensor-split"), c), "4 GPUs, more than 2");
+  EXPECT_THROW(parse_tune_space(R"({"knobs": [{"id": "a", "values": ["-sm row"], "when": {"min_gpus": 0}}]})", "s",
+                                EngineArgs::builtin()),
+               Error);
+}
+
 TEST(TuneSpace, AValueLaidOverReplacesTheSameOptionUnderAnySpelling) {
   const EngineArgs& e = EngineArgs::builtin();
   TuneSetting base = parse_setting("ONEBIT_A=1 --threads 1 -ub 512 --no-repack", "base", e);
