@@ -106,12 +106,17 @@
 #                                    1bit-tiny-32m-q8_0.gguf`, then without .carry `mkdir -p
 #                                    /tmp/1bit-models && cp models/*.gguf /tmp/1bit-models/`), and
 #                                    ctest's rotated products against the CPU (engine_ops_q4_0_rot)
+#   dev/gpu_measure.sh rpc           what RPC workers cost (dev/rpc_measure.sh, two `1bit rpc-worker
+#                                    --device cpu` on loopback): 1bit bench of Llama 3 8B Q4_0 on the
+#                                    GPU alone, with a CPU worker beside it (layers split by free
+#                                    memory) and with the worker given 1/8 of them (-ts 7,1); then the
+#                                    Llama 3.2 1B on the local CPU against the same on the two workers
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -482,6 +487,13 @@ case $stage in
       --json "$out/pair-$which.json" --html "$out/pair-$which.html" >"$out/pair-$which.txt" 2>"$out/pair-$which.err" || true
     cat "$out/pair-$which.txt"
     tail -n 2 "$out/pair-$which.err"
+    ;;
+  rpc)
+    synth_models llama3-8b:$llama llama3.2-1b:$draft
+    ROUNDS=1 dev/rpc_measure.sh "$out/rpc-gpu" "$llama" "gpu=" "gpu-and-cpu-worker=--rpc @W1" \
+      "gpu-and-cpu-worker-1-8=--rpc @W1 -ts 7,1" || echo "rpc: the GPU run failed"
+    ROUNDS=1 dev/rpc_measure.sh "$out/rpc-cpu" "$draft" "cpu=--device cpu" "cpu-two-workers=--device cpu --rpc @W1,@W2" ||
+      echo "rpc: the CPU run failed"
     ;;
   decode)
     synth_models llama3-8b:$llama
