@@ -85,7 +85,8 @@
 #                                    every kernel of a 16-token batch under Nsight Compute (unset
 #                                    and =v5), and the step costs of dflash and eagle3 through
 #                                    1bit serve unset, =auto, =v5 (with spec: only these)
-#   dev/gpu_measure.sh step-profile  where a decode step's time goes on Llama 3 8B Q4_0: 1bit bench with
+#   dev/gpu_measure.sh step-profile [kv]
+#                                    where a decode step's time goes on Llama 3 8B Q4_0: 1bit bench with
 #                                    the engine's step profile (ONEBIT_STEP_PROFILE, patch 0007) for
 #                                    the plain target, dflash at 3, 7 and 15 drafted, eagle3 at 7 and
 #                                    15 and the 1B draft model at 7 (every draft rejected), the 8B
@@ -96,16 +97,28 @@
 #                                    the CPU; the plain target, dflash-15 and eagle3-7 again without
 #                                    the profile (what its synchronization costs); llama-bench tg128
 #                                    on the same file before and after (step-tg128.md); the engines'
-#                                    logs in step-logs/, their profile lines in step-profile.txt
-#   dev/gpu_measure.sh rotate        Hadamard-rotated Q4_0 on CUDA: dev/rotate_measure.sh on Llama 3
-#                                    8B and the 9B hybrid (rotate time and memory, llama-bench
-#                                    rotated against plain Q4_0), the shipped 1bit-tiny's perplexity
+#                                    logs in step-logs/, their profile lines in step-profile.txt;
+#                                    with kv only the plain target (also with the engine's full
+#                                    candidate sampling, ONEBIT_SAMPLING_FULL) and the draft
+#                                    models at 7, kept and decoded again
+#   dev/gpu_measure.sh rotate [SHAPE...]
+#                                    Hadamard-rotated Q4_0 on CUDA: dev/rotate_measure.sh on Llama 3
+#                                    8B and the 9B hybrid, or the shapes named (rotate time and
+#                                    memory, llama-bench rotated against plain Q4_0 and rotated
+#                                    with the rotation unfused), the shipped 1bit-tiny's perplexity
 #                                    and KLD rotated and plain (tests/engine_rotate_test.sh; the
 #                                    GGUF from $MODELS, default /tmp/1bit-models, where a command
 #                                    before copied it: `dev/stow_models.sh out --keep
 #                                    1bit-tiny-32m-q8_0.gguf`, then without .carry `mkdir -p
 #                                    /tmp/1bit-models && cp models/*.gguf /tmp/1bit-models/`), and
 #                                    ctest's rotated products against the CPU (engine_ops_q4_0_rot)
+#   dev/gpu_measure.sh vulkan        the engine's Vulkan backend against its CUDA backend: tg128 and
+#                                    pp512 on Llama 3 8B Q4_0 (-fa 1, -ngl 99, -r 5), CUDA
+#                                    ($bin/llama-bench: `build` first) and each carried Vulkan
+#                                    llama-bench (.carry/vulkan/llama-bench-vulkan*.tar.xz, built
+#                                    elsewhere: no glslc here) alternating, twice each, in
+#                                    vulkan.md; Debian's Vulkan loader from .gl/*.deb where the
+#                                    machine has none; device lists and errors in vulkan.err
 #   dev/gpu_measure.sh rpc           what RPC workers cost (dev/rpc_measure.sh, two `1bit rpc-worker
 #                                    --device cpu` on loopback): 1bit bench of Llama 3 8B Q4_0 on the
 #                                    GPU alone, with a CPU worker beside it (layers split by free
@@ -116,7 +129,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -438,22 +451,32 @@ case $stage in
     ;;
   step-profile)
     eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
-    synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
-    p=ONEBIT_STEP_PROFILE=1
+    p=ONEBIT_STEP_PROFILE=1 rounds=1
     configs=(--config plain= --config "plain-profiled=$p")
-    for n in 3 7 15; do configs+=(--config "dflash-$n=$p --dflash $dflash --draft-max $n"); done
-    configs+=(--config "eagle3-7=$p --eagle3 $eagle3 --draft-max 7" --config "eagle3-15=$p --eagle3 $eagle3 --draft-max 15"
+    if [ "${2:-}" = kv ]; then
+      synth_models llama3-8b:$llama llama3.2-1b:$draft
+      rounds=2
+      configs+=(--config "plain-full-sampling-unprofiled=ONEBIT_SAMPLING_FULL=1")
+      configs+=(--config "draft-7=$p --draft $draft --draft-max 7" --config "itself-7=$p --draft $llama --draft-max 7"
+                --config "draft-7-decoded-again=$p ONEBIT_DRAFT_REEVAL=1 --draft $draft --draft-max 7"
+                --config "itself-7-decoded-again=$p ONEBIT_DRAFT_REEVAL=1 --draft $llama --draft-max 7"
+                --config "plain-full-sampling=$p ONEBIT_SAMPLING_FULL=1")
+    else
+      synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
+      for n in 3 7 15; do configs+=(--config "dflash-$n=$p --dflash $dflash --draft-max $n"); done
+      configs+=(--config "eagle3-7=$p --eagle3 $eagle3 --draft-max 7" --config "eagle3-15=$p --eagle3 $eagle3 --draft-max 15"
               --config "draft-7=$p --draft $draft --draft-max 7" --config "itself-7=$p --draft $llama --draft-max 7"
               --config "draft-7-decoded-again=$p ONEBIT_DRAFT_REEVAL=1 --draft $draft --draft-max 7"
               --config "itself-7-decoded-again=$p ONEBIT_DRAFT_REEVAL=1 --draft $llama --draft-max 7"
               --config "dflash-15-bs=$p --dflash $dflash --draft-max 15 -- -bs"
               --config "dflash-15-cpu-draft-sampling=$p --dflash $dflash --draft-max 15 -- --no-spec-draft-backend-sampling"
               --config "dflash-15-unprofiled=--dflash $dflash --draft-max 15" --config "eagle3-7-unprofiled=--eagle3 $eagle3 --draft-max 7")
+    fi
     rm -rf "$out/step-logs" && mkdir -p "$out/step-logs"
     # The engine's own decode on the same file, before and after: what the server adds to a step.
     tg() { "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' || echo "llama-bench failed"; }
     tg >"$out/step-tg128.md"
-    "$bin/1bit" bench -m "$llama" "${configs[@]}" --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
+    "$bin/1bit" bench -m "$llama" "${configs[@]}" --rounds $rounds --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
       --log-dir "$out/step-logs" --json "$out/step-profile.json" >"$out/step-profile-bench.txt" 2>"$out/step-profile.err" || true
     tg >>"$out/step-tg128.md"
     (cd "$out/step-logs" && grep -H 'onebit step profile' ./*.log | sed 's/^\.\///; s/:.*onebit step profile: / /') >"$out/step-profile.txt" || true
@@ -463,12 +486,16 @@ case $stage in
   rotate)
     vocab=/tmp/onebit-vocab m=${MODELS:-/tmp/1bit-models}
     [ -d $vocab ] || { mkdir -p $vocab && tar -C $vocab -xJf .carry/vocab.tar.xz; }
-    VOCAB_DIR=$vocab WORK=/tmp/onebit-rotate dev/rotate_measure.sh "$out" llama3-8b qwen35-9b || true
-    prefix=$(dirname "$(dirname "$(readlink -f "$bin/llama-server")")")
-    bash tests/engine_rotate_test.sh "$bin/1bit" "$prefix" $m/1bit-tiny-32m-q8_0.gguf models/licenses/Python-3.11.txt >"$out/rotate-quality.txt" 2>&1 || true
+    shift
+    [ $# -gt 0 ] || set -- llama3-8b qwen35-9b
     (cd build && ctest -R engine_ops_q4_0_rot --output-on-failure) >"$out/ctest-rotate.log" 2>&1 || true
-    cat "$out/rotate-quality.txt"
-    tail -n 4 "$out/ctest-rotate.log"
+    tail -n 12 "$out/ctest-rotate.log"
+    CUDA_UNFUSED=1 VOCAB_DIR=$vocab WORK=/tmp/onebit-rotate dev/rotate_measure.sh "$out" "$@" || true
+    if [ -f $m/1bit-tiny-32m-q8_0.gguf ]; then
+      prefix=$(dirname "$(dirname "$(readlink -f "$bin/llama-server")")")
+      bash tests/engine_rotate_test.sh "$bin/1bit" "$prefix" $m/1bit-tiny-32m-q8_0.gguf models/licenses/Python-3.11.txt >"$out/rotate-quality.txt" 2>&1 || true
+      cat "$out/rotate-quality.txt"
+    fi
     ;;
   small-pair)
     which=${2:-small} m=${MODELS:-/tmp/1bit-models}
@@ -494,6 +521,97 @@ case $stage in
       "gpu-and-cpu-worker-1-8=--rpc @W1 -ts 7,1" || echo "rpc: the GPU run failed"
     ROUNDS=1 dev/rpc_measure.sh "$out/rpc-cpu" "$draft" "cpu=--device cpu" "cpu-two-workers=--device cpu --rpc @W1,@W2" ||
       echo "rpc: the CPU run failed"
+    ;;
+  vulkan)
+    synth_models llama3-8b:$llama
+    md=$out/vulkan.md err=$out/vulkan.err vk=/tmp/onebit-vk
+    : >"$md"
+    : >"$err"
+    # The loader: Debian 12's libvulkan1, carried in .gl/, where the machine has none (grep
+    # without -q: an early exit would fail the pipe).
+    if ! ldconfig -p | grep libvulkan >/dev/null; then
+      for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+      ldconfig
+      ldconfig -p | grep libvulkan >/dev/null || echo "vulkan: no libvulkan on this machine, and none in .gl/" >>"$err"
+    fi
+    # Each carried build, unpacked to $vk/NAME/{bin,lib}: llama-bench-vulkan (Debian 12's glslc
+    # and headers: no cooperative matrices, no integer dot product) and, where carried,
+    # llama-bench-vulkan-full (Debian 13's glslc and headers: coopmat, NV coopmat2, integer dot; no bf16).
+    vks=()
+    for t in .carry/vulkan/llama-bench-vulkan*.tar.xz; do
+      [ -f "$t" ] || continue
+      name=$(basename "$t" .tar.xz)
+      rm -rf "${vk:?}/$name" && mkdir -p "$vk/$name"
+      if tar -C "$vk/$name" -xJf "$t" && [ -x "$vk/$name/bin/llama-bench" ]; then
+        vks+=("$name")
+        cat "$vk/$name/BUILD.txt" >>"$err" 2>/dev/null || true
+      else
+        echo "vulkan: $t did not unpack to bin/llama-bench" >>"$err"
+      fi
+    done
+    [ ${#vks[@]} -gt 0 ] || echo "vulkan: no Vulkan llama-bench in .carry/vulkan/" >>"$err"
+    # vkrun SECONDS NAME ARGS...: one carried build, with the libgomp it brought, under a timeout.
+    vkrun() {
+      local t=$1 d=$vk/$2
+      shift 2
+      LD_LIBRARY_PATH=$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout "$t" "$d/bin/llama-bench" "$@"
+    }
+    # The devices the builds see; with none, the NVIDIA driver's ICD file named outright.
+    list_devices() {
+      local name
+      for name in "${vks[@]}"; do
+        echo "== $name --list-devices${VK_DRIVER_FILES:+ (VK_DRIVER_FILES=$VK_DRIVER_FILES)}"
+        vkrun 120 "$name" --list-devices 2>&1 || echo "vulkan: $name --list-devices: exit $?"
+      done
+    }
+    if [ ${#vks[@]} -gt 0 ]; then
+      devs=$(list_devices)
+      echo "$devs" >>"$err"
+      if ! grep -q 'Vulkan[0-9]' <<<"$devs"; then
+        for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+                   /etc/vulkan/icd.d/nvidia_icd.json; do
+          [ -f "$icd" ] && { export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; break; }
+        done
+        if [ -n "${VK_DRIVER_FILES:-}" ]; then
+          devs=$(list_devices)
+          echo "$devs" >>"$err"
+        else
+          echo "vulkan: no Vulkan device, and no nvidia_icd.json to name" >>"$err"
+        fi
+      fi
+      # Why no device, if none: the ICD files and the driver's Vulkan libraries.
+      ls -l /usr/local/nvidia/share/vulkan/icd.d /usr/share/vulkan/icd.d /etc/vulkan/icd.d >>"$err" 2>&1 || true
+      ldconfig -p | grep -E 'libvulkan|libGLX_nvidia|libnvidia-(glvkspirv|gpucomp|glcore)' >>"$err" 2>&1 || true
+    fi
+    # Only the builds that see a GPU: with no Vulkan device, llama-bench runs on the CPU and still
+    # names the backend Vulkan.
+    run_vks=()
+    for name in "${vks[@]}"; do
+      if vkrun 120 "$name" --list-devices 2>/dev/null | grep '^ *Vulkan0:' >/dev/null; then
+        run_vks+=("$name")
+      else
+        echo "vulkan: $name sees no Vulkan device: not run" | tee -a "$err" >>"$md"
+      fi
+    done
+    [ -x "$bin/llama-bench" ] || echo "vulkan: no CUDA llama-bench in $bin (run the build stage first)" >>"$err"
+    # CUDA and each Vulkan build alternating, twice: runs move by a few percent between rounds.
+    # A Vulkan run that fails or hangs (the first also compiles the driver's pipelines) is
+    # recorded, and the rest go on.
+    # One device each (-dev), so that a machine with several GPUs measures one of them.
+    opts=(-m "$llama" -p 512 -n 128 -r 5 -fa 1 -ngl 99 -o md)
+    for round in 1 2; do
+      if [ -x "$bin/llama-bench" ]; then
+        echo "== round $round: CUDA" | tee -a "$err" >>"$md"
+        timeout 240 "$bin/llama-bench" "${opts[@]}" -dev CUDA0 >>"$md" 2>>"$err" || echo "llama-bench failed (exit $?)" | tee -a "$err" >>"$md"
+      fi
+      for name in "${run_vks[@]}"; do
+        echo "== round $round: Vulkan ($name)" | tee -a "$err" >>"$md"
+        vkrun 300 "$name" "${opts[@]}" -dev Vulkan0 >>"$md" 2>>"$err" || echo "llama-bench failed (exit $?)" | tee -a "$err" >>"$md"
+      done
+    done
+    grep -E '^ *Vulkan[0-9]:|^vulkan:' "$err" | sort -u || true
+    grep -m 2 -E '^ggml_vulkan: [0-9]' "$err" || true
+    grep -E '^==| (pp|tg)[0-9]+ |failed' "$md" || true
     ;;
   decode)
     synth_models llama3-8b:$llama

@@ -31,5 +31,3 @@ done
 "$bin/1bit" bench -m "$model" "${configs[@]}" --rounds "${ROUNDS:-2}" --prompt-reps 2 --decode-reps 1 --decode-tokens 128 \
   --log-dir "$out/logs" --json "$out/rpc.json" >"$out/rpc.txt" 2>"$out/rpc.err" || { tail -n 5 "$out/rpc.err"; exit 1; }
 cat "$out/rpc.txt"
-# Where the engine put the layers (its log of the first RPC configuration).
-grep -h -m 4 -E 'offloaded|RPC[0-9]+ model buffer size|CPU_Mapped model buffer size|CUDA0 model buffer size' "$out"/logs/*.log 2>/dev/null | sort -u || true
