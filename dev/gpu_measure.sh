@@ -117,8 +117,9 @@
 #                                    ($bin/llama-bench: `build` first) and each carried Vulkan
 #                                    llama-bench (.carry/vulkan/llama-bench-vulkan*.tar.xz, built
 #                                    elsewhere: no glslc here) alternating, twice each, in
-#                                    vulkan.md; Debian's Vulkan loader from .gl/*.deb where the
-#                                    machine has none; device lists and errors in vulkan.err
+#                                    vulkan.md; Debian's Vulkan loader and libglvnd from .gl/*.deb
+#                                    (the NVIDIA driver's ICD needs libglvnd); device lists and
+#                                    errors in vulkan.err
 #   dev/gpu_measure.sh rpc           what RPC workers cost (dev/rpc_measure.sh, two `1bit rpc-worker
 #                                    --device cpu` on loopback): 1bit bench of Llama 3 8B Q4_0 on the
 #                                    GPU alone, with a CPU worker beside it (layers split by free
@@ -527,13 +528,12 @@ case $stage in
     md=$out/vulkan.md err=$out/vulkan.err vk=/tmp/onebit-vk
     : >"$md"
     : >"$err"
-    # The loader: Debian 12's libvulkan1, carried in .gl/, where the machine has none (grep
-    # without -q: an early exit would fail the pipe).
-    if ! ldconfig -p | grep libvulkan >/dev/null; then
-      for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
-      ldconfig
-      ldconfig -p | grep libvulkan >/dev/null || echo "vulkan: no libvulkan on this machine, and none in .gl/" >>"$err"
-    fi
+    # The loader and libglvnd (Debian 12's libvulkan1, libglvnd0, libgl1, ... carried in .gl/):
+    # the NVIDIA driver's Vulkan ICD is its libGLX_nvidia, which needs libglvnd's dispatch
+    # library; with the loader alone the engine lists no Vulkan device.
+    for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+    ldconfig
+    ldconfig -p | grep libvulkan >/dev/null || echo "vulkan: no libvulkan on this machine, and none in .gl/" >>"$err"
     # Each carried build, unpacked to $vk/NAME/{bin,lib}: llama-bench-vulkan (Debian 12's glslc
     # and headers: no cooperative matrices, no integer dot product) and, where carried,
     # llama-bench-vulkan-full (Debian 13's glslc and headers: coopmat, NV coopmat2, integer dot; no bf16).

@@ -1,7 +1,8 @@
 // The shipped model: `1bit serve` with no -m serves models/1bit-small (what `make serve` runs),
 // it answers in the template, and --draft and --dflash with its shipped drafters draft without
 // changing the greedy answer (the draft model keeping its drafted KV or not); the engine's
-// profile of a decode step adds up; on a Vulkan build it serves on the Vulkan device.
+// profile of a decode step adds up; --alias names it for every client; on a Vulkan build it
+// serves on the Vulkan device.
 #include <signal.h>
 
 #include <map>
@@ -50,6 +51,33 @@ TEST(DefaultModel, ServeWithoutAModelServesTheShippedOne) {
   // Trained on docstring -> function pairs: the answer is the function asked for.
   EXPECT_EQ(answer.rfind("def count_vowels(", 0), 0u) << answer;
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop") << answer;  // it ends its turn by itself
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(20s), 0);
+}
+
+// --alias names the model for every client: the engine's /v1/models and replies, Ollama's tags.
+TEST(DefaultModel, TheAliasIsTheModelsName) {
+  TempDir dir;
+  Subprocess serve({onebit_binary(), "serve", "--port", "0", "--alias", "house-model"}, {}, dir.path());
+  const int port = serve_ready_port(serve);
+  ASSERT_GT(port, 0) << serve.err();
+  HttpResult models = http_fetch("127.0.0.1", port, "GET", "/v1/models");
+  ASSERT_EQ(models.status, 200) << models.body;
+  EXPECT_EQ(json::parse(models.body)["data"][0]["id"], "house-model") << models.body;
+  EXPECT_EQ(chat(port, "Say hi.", 4)["model"], "house-model");
+  HttpResult tags = http_fetch("127.0.0.1", port, "GET", "/api/tags");
+  ASSERT_EQ(tags.status, 200) << tags.body;
+  EXPECT_EQ(json::parse(tags.body)["models"][0]["name"], "house-model") << tags.body;
+  HttpResult ollama_chat = http_fetch("127.0.0.1", port, "POST", "/api/chat",
+                                      json{{"model", "house-model"}, {"stream", false},
+                                           {"messages", {{{"role", "user"}, {"content", "Say hi."}}}},
+                                           {"options", {{"num_predict", 4}}}}.dump(),
+                                      {{"Content-Type", "application/json"}}, 120000);
+  EXPECT_EQ(ollama_chat.status, 200) << ollama_chat.body;
+  // serve owns the name: the engine's own spelling after "--" as well is refused.
+  RunResult twice = run({onebit_binary(), "serve", "--alias", "a", "--dry-run", "--", "--alias", "b"});
+  EXPECT_EQ(twice.code, 1);
+  EXPECT_NE(twice.err.find("--alias is set twice"), std::string::npos) << twice.err;
   serve.signal(SIGTERM);
   EXPECT_EQ(serve.wait(20s), 0);
 }

@@ -3,8 +3,8 @@
 # patched engine with GGML_NATIVE=OFF (that machine's CPU is unknown), libstdc++ and libgcc
 # static, and arc4random.c linked in so that it needs glibc 2.35 at most. Packs
 # .carry/vulkan/llama-bench-vulkan.tar.xz (bin/llama-bench, lib/libgomp.so.1, BUILD.txt), which
-# `dev/gpu_measure.sh vulkan` runs beside the CUDA build, and fetches Debian's Vulkan loader into
-# .gl/ for a machine without one.
+# `dev/gpu_measure.sh vulkan` runs beside the CUDA build, and fetches Debian's Vulkan loader and
+# libglvnd into .gl/ for a machine without them.
 #
 #   dev/vulkan/build_portable_bench.sh          Debian 12's glslc and Vulkan headers (setup.sh
 #                                               --with-vulkan): no cooperative-matrix or
@@ -58,5 +58,6 @@ printf 'llama.cpp %s with 1bit patches: %s\nVulkan, GGML_NATIVE=OFF, %s\n' "$(gi
   "$(ls "$root"/patches/llama.cpp/*.patch | xargs -n1 basename | tr '\n' ' ')" \
   "$([ $full = 1 ] && echo "Debian 13 glslc and headers" || echo "Debian 12 glslc and headers")" >"$pack/BUILD.txt"
 tar -C "$pack" -cJf "$root/.carry/vulkan/$name.tar.xz" .
-(cd "$root/.gl" && apt-get download libvulkan1 >/dev/null)
+# The NVIDIA driver's Vulkan ICD (libGLX_nvidia) needs libglvnd's libraries beside the loader.
+(cd "$root/.gl" && apt-get download libvulkan1 libglvnd0 libgl1 libglx0 libegl1 libopengl0 libgles2 >/dev/null)
 echo "$(du -h "$root/.carry/vulkan/$name.tar.xz" | cut -f1) .carry/vulkan/$name.tar.xz; the loader in .gl/"

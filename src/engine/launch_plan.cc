@@ -124,6 +124,7 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
   if (in.where.devices.size() > 1) b.add_default(a, {"-sm", "layer"});
   b.add_default(a, {"--jinja"});
 
+  if (!o.alias.empty()) b.add_own(a, "--alias", {"--alias", o.alias});
   if (o.ctx_size) b.add_own(a, "-c", {"-c", std::to_string(*o.ctx_size)});
   if (!o.flash_attn.empty()) b.add_own(a, "-fa", {"-fa", o.flash_attn});
   if (o.parallel) b.add_own(a, "-np", {"-np", std::to_string(*o.parallel)});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -173,7 +174,8 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
   for (const auto& e : setup.engines) backends.push_back({e.label, {0, e.key}});
   std::shared_ptr<LongRouter> router;
   if (setup.long_model) router = std::make_shared<LongRouter>(Upstream{0, setup.engines[0].key}, o.long_from);
-  ServeOllamaHost ollama(setup.model_path, setup.model, setup.where.device);
+  ServeOllamaHost ollama(o.alias.empty() ? std::filesystem::path(setup.model_path).stem().string() : o.alias, setup.model,
+                         setup.where.device);
   Proxy proxy(pc, backends,
               router ? Router([router](const RequestHead& r, const std::string& b) { return router->route(r, b); })
                      : Router(),

@@ -1,11 +1,9 @@
 #include "serve/serve_ollama.h"
 
-#include <filesystem>
-
 namespace onebit {
 
-ServeOllamaHost::ServeOllamaHost(const std::string& model_path, const ModelFacts& facts, std::string device)
-    : model_(ollama_model(std::filesystem::path(model_path).stem().string(), facts)), device_(std::move(device)) {}
+ServeOllamaHost::ServeOllamaHost(const std::string& name, const ModelFacts& facts, std::string device)
+    : model_(ollama_model(name, facts)), device_(std::move(device)) {}
 
 void ServeOllamaHost::set_engine(Upstream engine) {
   std::lock_guard<std::mutex> lock(mu_);

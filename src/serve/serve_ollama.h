@@ -1,5 +1,6 @@
 // `1bit serve` as the host of Ollama's routes (ollama/ollama_routes.h): its one model, named by
-// its file ("1bit-tiny-32m-q8_0" for models/1bit-tiny-32m-q8_0.gguf), always loaded. keep_alive
+// serve's --alias or else by its file ("1bit-tiny-32m-q8_0" for models/1bit-tiny-32m-q8_0.gguf),
+// always loaded. keep_alive
 // is accepted and the model stays loaded, since serve exists to serve it; pull succeeds for that
 // model only and delete is refused, as serve neither downloads nor removes files.
 #pragma once
@@ -13,7 +14,7 @@ namespace onebit {
 
 class ServeOllamaHost : public OllamaHost {
  public:
-  ServeOllamaHost(const std::string& model_path, const ModelFacts& facts, std::string device);
+  ServeOllamaHost(const std::string& name, const ModelFacts& facts, std::string device);
 
   // The main engine, once it has its port (and again when it moves to another).
   void set_engine(Upstream engine);

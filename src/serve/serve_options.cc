@@ -12,6 +12,9 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
   auto text = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
   return {
       {{"-m", "--model"}, "FILE", "the GGUF model to serve (default: the shipped 1bit-small model, else 1bit-tiny)", text(o.model)},
+      {{"-a", "--alias"}, "NAME", "the model's name for clients: /v1/models, replies, Ollama's listings\n"
+                                  "(default: the file's path, and for Ollama the file's name)",
+       text(o.alias)},
       {{"--host"}, "HOST", "address to listen on (default: 127.0.0.1)", text(o.host)},
       {{"--port"}, "PORT", "port to listen on (default: 8080; 0 picks a free one)",
        [&o](const std::string& v) { o.port = static_cast<int>(parse_int_option("--port", v, 0, 65535)); }},

@@ -13,6 +13,7 @@ namespace onebit {
 
 struct ServeOptions {
   std::string model;  // -m; empty: the default model
+  std::string alias;  // --alias: the model's name for clients
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string device = "auto";  // auto, cpu, cuda, vulkan
