@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/device.h"
 #include "http/conn.h"
 #include "model/synth.h"
 #include "subprocess.h"
@@ -162,6 +163,14 @@ TEST(LemonadeEndpoints, HealthModelsAndSystem) {
   EXPECT_EQ(info["recipes"]["llamacpp"]["backends"]["cpu"]["state"], "installed");
   const std::string cuda = info["recipes"]["llamacpp"]["backends"]["cuda"]["state"];
   EXPECT_TRUE(cuda == "installed" || cuda == "installable" || cuda == "unsupported") << cuda;
+  // This build's engine: Vulkan only where it was built with it and lists a Vulkan GPU.
+  const json vulkan = info["recipes"]["llamacpp"]["backends"]["vulkan"];
+  if (!engine_built_with_vulkan()) {
+    EXPECT_NE(vulkan["state"], "installed") << vulkan;
+    EXPECT_TRUE(vulkan["devices"].empty()) << vulkan;
+  }
+  const std::string backend = info["recipes"]["llamacpp"]["default_backend"];
+  EXPECT_EQ(backend == "cpu" || info["recipes"]["llamacpp"]["backends"][backend]["state"] == "installed", true) << backend;
   json stats = json::parse(l.get("/api/v1/system-stats").body);
   EXPECT_GE(stats["cpu_percent"].get<double>(), 0);
   EXPECT_GT(stats["memory_gb"].get<double>(), 0);

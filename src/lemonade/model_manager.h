@@ -110,6 +110,9 @@ class ModelManager {
   bool unload(const std::string& name);
   void unload_all();
 
+  // What "auto" means on this machine and engine (the engine's device list at start).
+  const DeviceChoice& auto_device() const { return auto_device_; }
+
   // /health's model fields: model_loaded, all_models_loaded, max_models, and backends that died.
   nlohmann::json health() const;
   std::vector<std::string> loaded_names() const;

@@ -195,7 +195,7 @@ bool LemonadeServer::show_model(const Call& c, Responder& r) {
   return send_json(r, 200, Catalog::to_json(*e, catalog_.saved_options(c.id)));
 }
 
-bool LemonadeServer::machine_info(const Call&, Responder& r) { return send_json(r, 200, system_info()); }
+bool LemonadeServer::machine_info(const Call&, Responder& r) { return send_json(r, 200, system_info(models_.auto_device())); }
 
 bool LemonadeServer::machine_stats(const Call&, Responder& r) { return send_json(r, 200, system_stats()); }
 

@@ -46,7 +46,7 @@ CpuTimes cpu_times() {
 
 }  // namespace
 
-json system_info() {
+json system_info(const DeviceChoice& gpu) {
   utsname u{};
   uname(&u);
   std::string os = first_line_with("/etc/os-release", "PRETTY_NAME=");
@@ -70,6 +70,17 @@ json system_info() {
   const bool cuda_build = engine_built_with_cuda();
   const std::string cuda_state = cuda_build ? (gpus.empty() ? "unsupported" : "installed")
                                             : (gpus.empty() ? "unsupported" : "installable");
+  // vulkan likewise, by the engine's own list: "installed" with a Vulkan GPU on a Vulkan build,
+  // "installable" where the build lacks Vulkan but a GPU is there (make build VULKAN=1).
+  json vulkan_names = json::array();
+  if (gpu.device == "vulkan")
+    for (const auto& d : gpu.devices) {  // "Vulkan0: NVIDIA H200 (143771 MiB, ...)": the model
+      const size_t from = d.find(": ") == std::string::npos ? 0 : d.find(": ") + 2;
+      vulkan_names.push_back(d.substr(from, d.find(" (", from) == std::string::npos ? std::string::npos : d.find(" (", from) - from));
+    }
+  const std::string vulkan_state = engine_built_with_vulkan() ? (vulkan_names.empty() ? "unsupported" : "installed")
+                                                              : (gpus.empty() ? "unsupported" : "installable");
+  const std::string default_backend = cuda_state == "installed" ? "cuda" : vulkan_state == "installed" ? "vulkan" : "cpu";
   return {{"OS Version", os + " (" + u.sysname + " " + u.release + ")"},
           {"Processor", cpu},
           {"Physical Memory", std::to_string(static_cast<int>(std::round(meminfo_gb("MemTotal")))) + " GB"},
@@ -79,10 +90,11 @@ json system_info() {
             {"amd_gpu", json::array()}}},
           {"recipes",
            {{"llamacpp",
-             {{"default_backend", cuda_state == "installed" ? "cuda" : "cpu"},
+             {{"default_backend", default_backend},
               {"backends",
                {{"cpu", {{"devices", {"cpu"}}, {"state", "installed"}}},
-                {"cuda", {{"devices", gpu_names}, {"state", cuda_state}}}}}}}}}};
+                {"cuda", {{"devices", gpu_names}, {"state", cuda_state}}},
+                {"vulkan", {{"devices", vulkan_names}, {"state", vulkan_state}}}}}}}}}};
 }
 
 json system_stats() {

@@ -4,9 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/device.h"
+
 namespace onebit {
 
-nlohmann::json system_info();
+// `gpu` is what `auto` found at start (the engine's own device list): it names the Vulkan devices.
+nlohmann::json system_info(const DeviceChoice& gpu);
 // cpu_percent is measured over the time since the previous call (the first call: 100 ms).
 nlohmann::json system_stats();
 
