@@ -56,8 +56,8 @@ std::vector<CliOption> worker_option_table(WorkerOptions& o) {
       {{"--cache"}, "DIR", "keep the tensors engines send in DIR, so a model's second load reads them\n"
                            "from there instead of the network",
        [&o](const std::string& v) { o.cache_dir = v; }},
-      {{"--allow-remote"}, "", "listen on a non-loopback --host; only on a network you trust (" +
-                               std::string(kNoAuth) + ")",
+      {{"--allow-remote"}, "", "listen on a non-loopback --host, on a network you trust only: the RPC\n"
+                               "protocol has no authentication",
        [&o](const std::string&) { o.allow_remote = true; }},
   };
 }
@@ -68,8 +68,9 @@ std::string usage() {
          "Offers this machine's CPU or GPUs to an engine on another machine (or this one) through\n"
          "the engine's RPC backend: run it there, then 1bit serve --rpc HOST:PORT[,HOST:PORT...]\n"
          "here, and the engine places layers on the workers as on local GPUs. A worker serves one\n"
-         "engine at a time. It listens on loopback unless --allow-remote is given, because " +
-         std::string(kNoAuth) + ".\n\noptions:\n" + format_options(worker_option_table(o));
+         "engine at a time. It listens on loopback unless --allow-remote is given, because the RPC\n"
+         "protocol has no authentication: whoever reaches the port can use this machine's memory\n"
+         "and compute.\n\noptions:\n" + format_options(worker_option_table(o));
 }
 
 // The devices of `kind` for the engine's -d: what auto would choose, by the same order as serve.
