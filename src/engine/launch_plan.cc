@@ -24,6 +24,7 @@ constexpr Owned kOwned[] = {
     {"--api-key", "1bit serve --api-key"},
     {"--api-key-file", "1bit serve --api-key"},
     {"--api-prefix", "a reverse proxy in front of 1bit"},
+    {"--rpc", "1bit serve --rpc (or lemonade's rpc option), which checks each worker first"},
     {"--ssl-key-file", "a TLS proxy in front of 1bit"},
     {"--ssl-cert-file", "a TLS proxy in front of 1bit"},
 };

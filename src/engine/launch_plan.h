@@ -51,7 +51,7 @@ struct LaunchPlan {
 // Throws Error for a Hadamard-rotated model or drafter on an engine other than 1bit's own (which
 // alone rotates the activations to match), and
 // when the arguments after "--" collide with what serve owns (-m, --host, --port,
-// --api-key, --api-prefix, TLS) or repeat a serve option. The engine variables for those
+// --api-key, --api-prefix, TLS, --rpc) or repeat a serve option. The engine variables for those
 // options are removed from the child's environment.
 LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine);
 

@@ -232,8 +232,14 @@ TEST(LaunchPlan, RpcWorkersTakeEveryLayer) {
   // Beside a GPU the engine places layers on it and the workers alike.
   EXPECT_EQ(f.plan("cuda").args, (Args{"-m", "m.gguf", "--host", "127.0.0.1", "--port", "4321", "--rpc",
                                        "127.0.0.1:50052,[::1]:50053", "-ngl", "99", "--jinja"}));
+  // The workers are serve's: checked before the engine starts, and their devices named.
+  f.options.rpc.clear();
   f.options.engine_args = {"--rpc", "h:1"};
-  EXPECT_EQ(error_of(f), "--rpc is set twice: by --rpc and after \"--\"; keep one");
+  EXPECT_EQ(error_of(f), "--rpc after \"--\": serve sets it for the engine; use 1bit serve --rpc (or lemonade's rpc "
+                         "option), which checks each worker first");
+  f.env = {{"LLAMA_ARG_RPC", "h:1"}};
+  f.options.engine_args.clear();
+  EXPECT_EQ(f.plan().env_removed, std::vector<std::string>{"LLAMA_ARG_RPC"});
 }
 
 TEST(LaunchPlan, RpcDevicesAsTheEngineListed) {
