@@ -1,5 +1,7 @@
 #include "base/cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -8,6 +10,18 @@
 #include "base/error.h"
 
 namespace onebit {
+
+void print_line(const std::string& line) {
+  const std::string whole = line + "\n";
+  for (size_t done = 0; done < whole.size();) {
+    const ssize_t n = ::write(2, whole.data() + done, whole.size() - done);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
 namespace {
 
 const CliOption* lookup(const std::vector<CliOption>& table, const std::string& name) {

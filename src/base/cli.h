@@ -41,6 +41,10 @@ CliParse parse_cli(const std::vector<CliOption>& table, const std::vector<std::s
 // The option list for --help, one option per entry, help wrapped under the names.
 std::string format_options(const std::vector<CliOption>& table);
 
+// Writes `line` and a newline to stderr in one write, so that a program watching the output (a
+// test, a supervisor reading the port) never sees a line half written.
+void print_line(const std::string& line);
+
 // Value parsers that throw Error("<option>: ...") when the value is not a number in range.
 int64_t parse_int_option(const std::string& option, const std::string& value, int64_t min, int64_t max);
 double parse_double_option(const std::string& option, const std::string& value, double min, double max);

@@ -155,8 +155,8 @@ int run_lemonade(const std::vector<std::string>& args) {
                           is_loopback_address(o.host) ? &o.allowed_origins : nullptr);
     server.adopt(std::move(listener));
     server.start();
-    std::cerr << "1bit lemonade: listening on http://" << o.host << ":" << server.port() << " (models in "
-              << o.models_dir << (o.extra_models_dir.empty() ? "" : " and " + o.extra_models_dir) << ")\n";
+    print_line("1bit lemonade: listening on http://" + o.host + ":" + std::to_string(server.port()) + " (models in " +
+               o.models_dir + (o.extra_models_dir.empty() ? "" : " and " + o.extra_models_dir) + ")");
     int sig;
     sigwait(&signals, &sig);
     std::cerr << "1bit lemonade: stopping\n";

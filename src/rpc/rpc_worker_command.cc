@@ -156,9 +156,9 @@ int serve_worker(const WorkerOptions& o) {
   std::string what;
   for (const auto& d : devices_offered) what += (what.empty() ? "" : ", ") + d;
   const RpcEndpoint self{o.host, port};
-  std::cerr << "1bit rpc-worker: offering " << (what.empty() ? devices : what) << "\n"
-            << "1bit rpc-worker: listening on " << self.text() << " (use it with 1bit serve --rpc " << self.text()
-            << "); " << kNoAuth << (o.allow_remote ? " (--allow-remote)" : ", so it listens on loopback only") << "\n";
+  print_line("1bit rpc-worker: offering " + (what.empty() ? devices : what));
+  print_line("1bit rpc-worker: listening on " + self.text() + " (use it with 1bit serve --rpc " + self.text() + "); " +
+             kNoAuth + (o.allow_remote ? " (--allow-remote)" : ", so it listens on loopback only"));
   while (true) {
     timespec tick{0, 250'000'000};
     if (sigtimedwait(&signals, nullptr, &tick) > 0) break;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "base/paths.h"
 #include "base/process_setup.h"
@@ -229,16 +230,16 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
   try {
     for (size_t i = 0; i < setup.engines.size(); ++i) start_engine(i);
     proxy.start();
-    std::cerr << "1bit serve: loading " << setup.model_path << " on " << setup.where.device
-              << (setup.where.gpu.empty() ? "" : " (" + setup.where.gpu + ")")
-              << (o.rpc.empty() ? "" : " and rpc workers " + rpc_list(o.rpc)) << ", listening on http://" << o.host
-              << ":" << proxy.port() << "\n";
+    print_line("1bit serve: loading " + setup.model_path + " on " + setup.where.device +
+               (setup.where.gpu.empty() ? "" : " (" + setup.where.gpu + ")") +
+               (o.rpc.empty() ? "" : " and rpc workers " + rpc_list(o.rpc)) + ", listening on http://" + o.host + ":" +
+               std::to_string(proxy.port()));
     if (!wait_ready()) {
       std::cerr << "1bit serve: stopping\n";
       return shutdown(0);
     }
     proxy.set_ready(true);
-    std::cerr << "1bit serve: ready on http://" << o.host << ":" << proxy.port() << "\n";
+    print_line("1bit serve: ready on http://" + o.host + ":" + std::to_string(proxy.port()));
     while (!signalled_within(signals, std::chrono::milliseconds(250))) {
       for (size_t i = 0; i < engines.size(); ++i) {
         if (engines[i]->poll() != EngineProcess::State::kExited) continue;
@@ -269,7 +270,7 @@ int run_engines(const ServeOptions& o, const ServeSetup& setup) {
           return shutdown(0);
         }
         proxy.set_ready(true);
-        std::cerr << "1bit serve: ready again on http://" << o.host << ":" << proxy.port() << "\n";
+        print_line("1bit serve: ready again on http://" + o.host + ":" + std::to_string(proxy.port()));
       }
     }
   } catch (const Error&) {
