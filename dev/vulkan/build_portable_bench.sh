@@ -14,10 +14,10 @@
 #                                               is installed): those shaders too, as
 #                                               llama-bench-vulkan-full.tar.xz
 #
-# WORK: scratch space (default /tmp/onebit-vk-build). JOBS: build jobs (default: all cores).
+# WORK: scratch space (default $TMPDIR/onebit-vk-build). JOBS: build jobs (default: all cores).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=${WORK:-/tmp/onebit-vk-build} full=0
+work=${WORK:-${TMPDIR:-/tmp}/onebit-vk-build} full=0
 [ "${1:-}" = --full ] && full=1
 src=$work/src name=llama-bench-vulkan
 mkdir -p "$work" "$root/.carry/vulkan" "$root/.gl"
@@ -35,12 +35,13 @@ if [ $full = 1 ]; then
     (cd "$trixie" && apt-get "${o[@]}" download glslc libshaderc1 libc6 libstdc++6 libgcc-s1 libvulkan-dev >/dev/null)
     for f in "$trixie"/*.deb; do dpkg -x "$f" "$trixie/root"; done
     # Debian 13's glslc runs through its own loader and libc.
-    printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$trixie/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" \
-      "$trixie/root/usr/lib/x86_64-linux-gnu" "$trixie/root/usr/bin/glslc" >"$trixie/glslc"
+    lib=$(dirname "$(find "$trixie/root/usr/lib" -name 'ld-linux-*.so.2' | head -n1)")
+    printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$(find "$lib" -maxdepth 1 -name 'ld-linux-*.so.2' | head -n1)" \
+      "$lib" "$trixie/root/usr/bin/glslc" >"$trixie/glslc"
     chmod +x "$trixie/glslc"
   fi
   extra=(-DVulkan_INCLUDE_DIR="$trixie/root/usr/include" -DVulkan_GLSLC_EXECUTABLE="$trixie/glslc"
-         -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so)
+         -DVulkan_LIBRARY="$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF; exit}')")
 else
   build=$work/build
 fi

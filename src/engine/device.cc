@@ -44,18 +44,8 @@ bool is_kind(const std::string& device, const std::string& kind) {
   return device.rfind(kind == "cuda" ? "CUDA" : "Vulkan", 0) == 0;
 }
 
-// What follows the device's name ("CUDA0: NVIDIA H200 (143771 MiB, 143190 MiB free)"); a GPU the
-// engine splits into virtual devices reads "NVIDIA H200 (dev p0/v1) (...)": the model is what
-// precedes the first " (".
-std::string model_of(const std::string& device) {
-  const size_t start = device.find(": ");
-  if (start == std::string::npos) return "";
-  const size_t end = device.find(" (", start + 2);
-  return device.substr(start + 2, end == std::string::npos ? std::string::npos : end - start - 2);
-}
-
 // Mesa's Vulkan on the CPU: slower than the engine's own CPU code, so never chosen by auto.
-bool is_cpu_vulkan(const std::string& device) { return model_of(device).rfind("llvmpipe", 0) == 0; }
+bool is_cpu_vulkan(const std::string& device) { return device_model(device).rfind("llvmpipe", 0) == 0; }
 
 bool lists(const std::vector<std::string>& devices, const std::string& kind, bool gpus_only) {
   return std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
@@ -72,6 +62,15 @@ std::string auto_device(const std::vector<std::string>& devices) {
 
 }  // namespace
 
+std::string device_name(const std::string& device) { return device.substr(0, device.find(':')); }
+
+std::string device_model(const std::string& device) {
+  const size_t start = device.find(": ");
+  if (start == std::string::npos) return "";
+  const size_t end = device.find(" (", start + 2);
+  return device.substr(start + 2, end == std::string::npos ? std::string::npos : end - start - 2);
+}
+
 static std::vector<std::string> of_kind(const std::vector<std::string>& devices, const std::string& kind) {
   std::vector<std::string> out;
   for (const auto& d : devices)
@@ -82,13 +81,13 @@ static std::vector<std::string> of_kind(const std::vector<std::string>& devices,
 std::vector<std::string> device_names(const std::vector<std::string>& devices, const std::string& kind, bool gpus_only) {
   std::vector<std::string> names;
   for (const auto& d : devices)
-    if (is_kind(d, kind) && !(gpus_only && is_cpu_vulkan(d))) names.push_back(d.substr(0, d.find(':')));
+    if (is_kind(d, kind) && !(gpus_only && is_cpu_vulkan(d))) names.push_back(device_name(d));
   return names;
 }
 
 std::string first_gpu(const std::vector<std::string>& devices, const std::string& kind) {
   for (const auto& d : devices)
-    if (is_kind(d, kind)) return model_of(d);
+    if (is_kind(d, kind)) return device_model(d);
   return "";
 }
 

@@ -13,6 +13,12 @@ namespace onebit {
 // before --list-devices (--rpc WORKERS adds theirs). Throws Error when the engine cannot be run.
 std::vector<std::string> list_engine_devices(const std::string& program, const std::vector<std::string>& extra = {});
 
+// A listed device's name ("CUDA0" of "CUDA0: NVIDIA H200 (143771 MiB, ...)") and its model
+// ("NVIDIA H200"; a GPU the engine splits into virtual devices reads "NVIDIA H200 (dev p0/v1)
+// (...)": the model is what precedes the first " (").
+std::string device_name(const std::string& device);
+std::string device_model(const std::string& device);
+
 // The engine's names ("CUDA0", "Vulkan1") of the listed devices of `kind` (cuda or vulkan);
 // without Mesa's CPU Vulkan (llvmpipe) when `gpus_only`.
 std::vector<std::string> device_names(const std::vector<std::string>& devices, const std::string& kind,

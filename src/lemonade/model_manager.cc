@@ -143,7 +143,7 @@ void ModelManager::launch_backend(const CatalogEntry& e, const ServeOptions& o, 
   if (!o.rpc.empty()) {
     try {
       check_rpc_workers(o.rpc);
-      for (const auto& line : rpc_devices(config_.llama_server, o.rpc)) in.rpc_devices.push_back(line.substr(0, line.find(':')));
+      for (const auto& line : rpc_devices(config_.llama_server, o.rpc)) in.rpc_devices.push_back(device_name(line));
     } catch (const Error& err) {
       throw fail(err.what());
     }

@@ -74,10 +74,7 @@ json system_info(const DeviceChoice& gpu) {
   // "installable" where the build lacks Vulkan but a GPU is there (make build VULKAN=1).
   json vulkan_names = json::array();
   if (gpu.device == "vulkan")
-    for (const auto& d : gpu.devices) {  // "Vulkan0: NVIDIA H200 (143771 MiB, ...)": the model
-      const size_t from = d.find(": ") == std::string::npos ? 0 : d.find(": ") + 2;
-      vulkan_names.push_back(d.substr(from, d.find(" (", from) == std::string::npos ? std::string::npos : d.find(" (", from) - from));
-    }
+    for (const auto& d : gpu.devices) vulkan_names.push_back(device_model(d));
   const std::string vulkan_state = engine_built_with_vulkan() ? (vulkan_names.empty() ? "unsupported" : "installed")
                                                               : (gpus.empty() ? "unsupported" : "installable");
   const std::string default_backend = cuda_state == "installed" ? "cuda" : vulkan_state == "installed" ? "vulkan" : "cpu";

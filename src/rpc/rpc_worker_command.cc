@@ -79,7 +79,7 @@ std::string device_list(const std::string& requested) {
   const DeviceChoice where = resolve_device(requested, default_llama_server());
   if (where.device == "cpu") return "CPU";
   std::string list;
-  for (const auto& name : device_names(list_engine_devices(default_llama_server()), where.device, requested == "auto"))
+  for (const auto& name : device_names(where.devices, where.device, requested == "auto"))
     list += (list.empty() ? "" : ",") + name;
   return list;
 }

@@ -59,7 +59,7 @@ std::vector<std::string> worker_devices(const ServeOptions& o, const std::string
   std::vector<std::string> names;
   for (const auto& line : lines) {
     std::cerr << "1bit serve: rpc device " << line << "\n";
-    names.push_back(line.substr(0, line.find(':')));
+    names.push_back(device_name(line));
   }
   return names;
 }
