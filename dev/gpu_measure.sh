@@ -125,12 +125,28 @@
 #                                    GPU alone, with a CPU worker beside it (layers split by free
 #                                    memory) and with the worker given 1/8 of them (-ts 7,1); then the
 #                                    Llama 3.2 1B on the local CPU against the same on the two workers
+#   dev/gpu_measure.sh shared        patch 0012 (a plain input quantized once for all its Q4_0
+#                                    readers) on Llama 3 8B Q4_0: ctest's whole-graph cases
+#                                    (engine_ops_q4_0_shared), llama-bench tg128 and pp1-pp16 (the
+#                                    verification batches, gemv auto) with ONEBIT_Q8_1_SHARED=0 and
+#                                    unset alternating twice, then 1bit bench of the plain target and
+#                                    of dflash at 15 drafted both ways (the step cost)
+#   dev/gpu_measure.sh timeline      the GPU's timeline of decode steps (dev/timeline: every kernel,
+#                                    copy and CUDA runtime call under CUPTI) on Llama 3 8B Q4_0, for
+#                                    llama-bench's tg and for llama-server answering requests as
+#                                    1bit serve starts it, with ONEBIT_Q8_1_SHARED=0 and unset;
+#                                    summaries in timeline.md, the CSVs compressed
+#   dev/gpu_measure.sh parity        greedy answers with a drafter against the plain target's on
+#                                    Llama 3 8B Q4_0 (1B draft model at 7, dflash at 7), with 1bit's
+#                                    GEMV (the recipe) and without, flash attention on and off; and
+#                                    on the trained 1bit-tiny pair (its GGUFs from $MODELS); which
+#                                    configurations answer as the plain target does, in parity.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|timeline|parity"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -363,6 +379,104 @@ case $stage in
       cat "$out/confirm-$which-$goal.txt"
       tail -n 2 "$out/confirm-$which-$goal.err"
     fi
+    ;;
+  shared)
+    dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
+    (cd build && ctest -R 'engine_ops_q4_0_(rot_)?shared' --output-on-failure) >"$out/ctest-shared.log" 2>&1 || true
+    tail -n 12 "$out/ctest-shared.log"
+    md=$out/shared.md
+    : >"$md"
+    for round in 1 2; do
+      for s in 0 ""; do
+        echo "ONEBIT_Q8_1_SHARED=${s:-(unset)}, round $round" >>"$md"
+        env ONEBIT_Q8_1_SHARED=$s "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
+        env ONEBIT_Q8_1_SHARED=$s ONEBIT_GEMV_Q4_0=auto "$bin/llama-bench" -m "$llama" -p 1,2,4,8,16 -n 0 -r 10 -fa 1 -o md 2>&1 |
+          grep -E ' pp[0-9]|error' >>"$md" || true
+      done
+    done
+    cat "$md"
+    "$bin/1bit" bench -m "$llama" --config plain-unshared=ONEBIT_Q8_1_SHARED=0 --config plain= \
+      --config "dflash-15-unshared=ONEBIT_Q8_1_SHARED=0 --dflash $dflash --draft-max 15" --config "dflash-15=--dflash $dflash --draft-max 15" \
+      --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --json "$out/shared-bench.json" >"$out/shared-bench.txt" 2>"$out/shared-bench.err" || true
+    cat "$out/shared-bench.txt"
+    tail -n 2 "$out/shared-bench.err"
+    ;;
+  timeline)
+    synth_models llama3-8b:$llama
+    tl=/tmp/onebit-timeline md=$out/timeline.md
+    rm -rf $tl && mkdir -p $tl
+    cupti=$(find /usr/local/cuda* /opt -name 'libcupti.so*' 2>/dev/null | head -n 1)
+    [ -n "$cupti" ] || { echo "timeline: no libcupti on this machine" >&2; exit 1; }
+    g++ -O2 -shared -fPIC -o $tl/libtimeline.so dev/timeline/timeline.cc -I/usr/local/cuda/include \
+      "$cupti" -Wl,-rpath,"$(dirname "$cupti")"
+    : >"$md"
+    for s in 0 ""; do
+      name=bench-${s:-shared}
+      env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ONEBIT_Q8_1_SHARED=$s \
+        "$bin/llama-bench" -m "$llama" -p 0 -n 64 -r 1 -fa 1 >$tl/$name.log 2>&1 || tail -n 5 $tl/$name.log
+      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-bench tg, ONEBIT_Q8_1_SHARED=${s:-(unset)}" >>"$md" 2>&1 || true
+      # The server as 1bit serve starts it, answering three greedy requests of 128 tokens.
+      name=server-${s:-shared}
+      cmd=$(env ONEBIT_Q8_1_SHARED=$s "$bin/1bit" serve -m "$llama" --dry-run 2>/dev/null | tail -n 1)
+      port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
+      eval "env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ONEBIT_Q8_1_SHARED=$s $cmd" >$tl/$name.log 2>&1 &
+      pid=$!
+      python3 - "$port" <<'PY' || echo "timeline: the server did not answer"
+import json, sys, time, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+for _ in range(240):
+    try:
+        urllib.request.urlopen(base + "/health", timeout=2).read()
+        break
+    except Exception:
+        time.sleep(0.5)
+body = json.dumps({"prompt": "def quicksort(items):", "n_predict": 128, "temperature": 0, "ignore_eos": True}).encode()
+for _ in range(3):
+    req = urllib.request.Request(base + "/completion", data=body, headers={"Content-Type": "application/json"})
+    t = json.loads(urllib.request.urlopen(req, timeout=120).read())["timings"]
+    print(f"server: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
+PY
+      kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
+      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, ONEBIT_Q8_1_SHARED=${s:-(unset)}" >>"$md" 2>&1 || true
+    done
+    tar -C $tl -cJf "$out/timeline-csv.tar.xz" --exclude=libtimeline.so . || true
+    cat "$md"
+    ;;
+  parity)
+    dflash=/tmp/llama3-8b-dflash-q4_0.gguf m=${MODELS:-/tmp/1bit-models}
+    synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
+    "$bin/1bit" bench -m "$llama" --config plain= --config "plain-fa-off=-- -fa off" \
+      --config "draft-7=--draft $draft --draft-max 7" --config "draft-7-mmvq=ONEBIT_GEMV_Q4_0= --draft $draft --draft-max 7" \
+      --config "draft-7-mmvq-fa-off=ONEBIT_GEMV_Q4_0= --draft $draft --draft-max 7 -- -fa off" \
+      --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-mmvq=ONEBIT_GEMV_Q4_0= --dflash $dflash --draft-max 7" \
+      --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --json "$out/parity-8b.json" >"$out/parity-8b.txt" 2>"$out/parity-8b.err" || true
+    if [ -f $m/1bit-tiny-32m-q8_0.gguf ]; then
+      "$bin/1bit" bench -m $m/1bit-tiny-32m-q8_0.gguf --config plain= \
+        --config "draft-4=--draft $m/1bit-tiny-draft-6m-q8_0.gguf --draft-max 4" \
+        --config "draft-7=--draft $m/1bit-tiny-draft-6m-q8_0.gguf --draft-max 7" \
+        --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 256 --json "$out/parity-tiny.json" >"$out/parity-tiny.txt" 2>"$out/parity-tiny.err" || true
+    fi
+    python3 - "$out"/parity-*.json >"$out/parity.md" <<'PY'
+import json, sys
+print("| model | config | prompt | same as plain | first difference at character |")
+print("| --- | --- | --- | --- | ---: |")
+for path in sys.argv[1:]:
+    answers = {}
+    for a in json.load(open(path))["answers"]:
+        answers.setdefault(a["config"], {})[a["prompt"]] = a["text"]
+    base = answers.get("plain", {})
+    model = path.rsplit("parity-", 1)[1].removesuffix(".json")
+    for config, by_prompt in answers.items():
+        if config == "plain":
+            continue
+        for prompt, text in by_prompt.items():
+            ref = base.get(prompt, "")
+            at = next((i for i, (x, y) in enumerate(zip(text, ref)) if x != y), min(len(text), len(ref)))
+            same = text == ref
+            print(f"| {model} | {config} | {prompt} | {'yes' if same else 'no'} | {'' if same else at} |")
+PY
+    cat "$out/parity.md"
     ;;
   spec)
     synth_models llama3-8b:$llama llama3.2-1b:$draft
