@@ -403,7 +403,8 @@ case $stage in
     tail -n 2 "$out/shared-bench.err"
     ;;
   timeline)
-    synth_models llama3-8b:$llama
+    dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
     tl=/tmp/onebit-timeline md=$out/timeline.md
     rm -rf $tl && mkdir -p $tl
     cupti=$(find /usr/local/cuda* /opt -name 'libcupti.so*' 2>/dev/null | head -n 1)
@@ -411,18 +412,23 @@ case $stage in
     g++ -O2 -shared -fPIC -o $tl/libtimeline.so dev/timeline/timeline.cc -I/usr/local/cuda/include \
       "$cupti" -Wl,-rpath,"$(dirname "$cupti")"
     : >"$md"
-    for s in 0 ""; do
-      name=bench-${s:-shared}
-      env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ONEBIT_Q8_1_SHARED=$s \
+    # llama-bench's tg: the engine's decode alone, with patch 0012 and without, and without the
+    # engine's programmatic dependent launch.
+    for cfg in "shared=" "unshared=ONEBIT_Q8_1_SHARED=0" "no-pdl=GGML_CUDA_PDL=0"; do
+      name=bench-${cfg%%=*}
+      env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ${cfg#*=} \
         "$bin/llama-bench" -m "$llama" -p 0 -n 64 -r 1 -fa 1 >$tl/$name.log 2>&1 || tail -n 5 $tl/$name.log
-      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-bench tg, ONEBIT_Q8_1_SHARED=${s:-(unset)}" >>"$md" 2>&1 || true
-      # The server as 1bit serve starts it, answering three greedy requests of 128 tokens.
-      name=server-${s:-shared}
-      cmd=$(env ONEBIT_Q8_1_SHARED=$s "$bin/1bit" serve -m "$llama" --dry-run 2>/dev/null | tail -n 1)
+      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-bench tg, ${cfg#*=}" >>"$md" 2>&1 || true
+    done
+    # The server as 1bit serve starts it, answering three greedy requests of 128 tokens.
+    for cfg in "shared=" "unshared=ONEBIT_Q8_1_SHARED=0" "dflash-15=--dflash $dflash --draft-max 15"; do
+      name=server-${cfg%%=*} extra=${cfg#*=} envs= serve_args=
+      case $extra in --*) serve_args=$extra ;; *) envs=$extra ;; esac
+      cmd=$("$bin/1bit" serve -m "$llama" $serve_args --dry-run 2>/dev/null | tail -n 1)
       port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
-      eval "env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ONEBIT_Q8_1_SHARED=$s $cmd" >$tl/$name.log 2>&1 &
+      eval "env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv $envs $cmd" >$tl/$name.log 2>&1 &
       pid=$!
-      python3 - "$port" <<'PY' || echo "timeline: the server did not answer"
+      python3 - "$port" <<'PY' >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
 import json, sys, time, urllib.request
 base = f"http://127.0.0.1:{sys.argv[1]}"
 for _ in range(240):
@@ -438,9 +444,11 @@ for _ in range(3):
     print(f"server: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
 PY
       kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
-      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, ONEBIT_Q8_1_SHARED=${s:-(unset)}" >>"$md" 2>&1 || true
+      grep '^server:' $tl/$name.log >>"$md" || true
+      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, $extra" >>"$md" 2>&1 || true
     done
-    tar -C $tl -cJf "$out/timeline-csv.tar.xz" --exclude=libtimeline.so . || true
+    # Two of the CSVs (a few MB compressed) and every log come back; the rest stay on the machine.
+    tar -C $tl -cJf "$out/timeline-csv.tar.xz" bench-shared.csv server-shared.csv ./*.log || true
     cat "$md"
     ;;
   parity)

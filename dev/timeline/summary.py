@@ -97,6 +97,19 @@ def main():
     med = lambda xs: statistics.median(xs) / 1000.0 if xs else 0.0
     label = f" ({args.label})" if args.label else ""
     print(f"### Decode steps{label}: {len(steps)} graphs of {count_mode} kernels\n")
+    kinds = collections.defaultdict(list)
+    for v in launches.values():
+        kinds[len(v)].append(v)
+    if len(kinds) > 1:
+        print("Every kind of graph launched at least 3 times (by its kernel count):\n")
+        print("| kernels | launches | median span | median GPU busy |")
+        print("| ---: | ---: | ---: | ---: |")
+        for n, vs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
+            if len(vs) >= 3:
+                spans = [max(k[1] for k in v) - min(k[0] for k in v) for v in vs]
+                busys = [union_length([(k[0], k[1]) for k in v]) for v in vs]
+                print(f"| {n} | {len(vs)} | {med(spans):.1f} us | {med(busys):.1f} us |")
+        print()
     print("| period | GPU busy | gaps inside the graph | overlap (PDL) | idle between graphs |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     print(f"| {med(period):.1f} us | {med(busy):.1f} us | {med(inside_gap):.1f} us | {med(overlap):.1f} us | {med(idle):.1f} us |\n")
