@@ -137,8 +137,8 @@
 #                                    1bit serve starts it, with ONEBIT_Q8_1_SHARED=0 and unset;
 #                                    summaries in timeline.md, the CSVs compressed
 #   dev/gpu_measure.sh parity        greedy answers with a drafter against the plain target's on
-#                                    Llama 3 8B Q4_0 (1B draft model at 7, dflash at 7), with 1bit's
-#                                    GEMV (the recipe) and without, flash attention on and off; and
+#                                    Llama 3 8B Q4_0 (1B draft model at 7 with 1bit's GEMV, the
+#                                    recipe, and without it; dflash at 7); and
 #                                    on the trained 1bit-tiny pair (its GGUFs from $MODELS); which
 #                                    configurations answer as the plain target does, in parity.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
@@ -383,7 +383,7 @@ case $stage in
   shared)
     dflash=/tmp/llama3-8b-dflash-q4_0.gguf
     synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
-    (cd build && ctest -R 'engine_ops_q4_0_(rot_)?shared' --output-on-failure) >"$out/ctest-shared.log" 2>&1 || true
+    (cd build && ctest -j 4 -R 'engine_ops_q4_0_(rot_)?shared' --output-on-failure) >"$out/ctest-shared.log" 2>&1 || true
     tail -n 12 "$out/ctest-shared.log"
     md=$out/shared.md
     : >"$md"
@@ -454,15 +454,13 @@ PY
   parity)
     dflash=/tmp/llama3-8b-dflash-q4_0.gguf m=${MODELS:-/tmp/1bit-models}
     synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
-    "$bin/1bit" bench -m "$llama" --config plain= --config "plain-fa-off=-- -fa off" \
+    "$bin/1bit" bench -m "$llama" --config plain= \
       --config "draft-7=--draft $draft --draft-max 7" --config "draft-7-mmvq=ONEBIT_GEMV_Q4_0= --draft $draft --draft-max 7" \
-      --config "draft-7-mmvq-fa-off=ONEBIT_GEMV_Q4_0= --draft $draft --draft-max 7 -- -fa off" \
-      --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-mmvq=ONEBIT_GEMV_Q4_0= --dflash $dflash --draft-max 7" \
+      --config "dflash-7=--dflash $dflash --draft-max 7" \
       --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --json "$out/parity-8b.json" >"$out/parity-8b.txt" 2>"$out/parity-8b.err" || true
     if [ -f $m/1bit-tiny-32m-q8_0.gguf ]; then
       "$bin/1bit" bench -m $m/1bit-tiny-32m-q8_0.gguf --config plain= \
         --config "draft-4=--draft $m/1bit-tiny-draft-6m-q8_0.gguf --draft-max 4" \
-        --config "draft-7=--draft $m/1bit-tiny-draft-6m-q8_0.gguf --draft-max 7" \
         --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 256 --json "$out/parity-tiny.json" >"$out/parity-tiny.txt" 2>"$out/parity-tiny.err" || true
     fi
     python3 - "$out"/parity-*.json >"$out/parity.md" <<'PY'
