@@ -129,8 +129,9 @@
 #                                    readers) on Llama 3 8B Q4_0: ctest's whole-graph cases
 #                                    (engine_ops_q4_0_shared), llama-bench tg128 and pp1-pp16 (the
 #                                    verification batches, gemv auto) with ONEBIT_Q8_1_SHARED=0 and
-#                                    unset alternating twice, then 1bit bench of the plain target and
-#                                    of dflash at 15 drafted both ways (the step cost)
+#                                    unset alternating twice
+#   dev/gpu_measure.sh shared-bench  1bit bench of the plain target and of dflash at 15 drafted, with
+#                                    ONEBIT_Q8_1_SHARED=0 and unset (the step cost)
 #   dev/gpu_measure.sh timeline      the GPU's timeline of decode steps (dev/timeline: every kernel,
 #                                    copy and CUDA runtime call under CUPTI) on Llama 3 8B Q4_0, for
 #                                    llama-bench's tg and for llama-server answering requests as
@@ -146,7 +147,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|timeline|parity"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -381,8 +382,7 @@ case $stage in
     fi
     ;;
   shared)
-    dflash=/tmp/llama3-8b-dflash-q4_0.gguf
-    synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
+    synth_models llama3-8b:$llama
     (cd build && ctest -j 4 -R 'engine_ops_q4_0_(rot_)?shared' --output-on-failure) >"$out/ctest-shared.log" 2>&1 || true
     tail -n 12 "$out/ctest-shared.log"
     md=$out/shared.md
@@ -396,6 +396,10 @@ case $stage in
       done
     done
     cat "$md"
+    ;;
+  shared-bench)
+    dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
     "$bin/1bit" bench -m "$llama" --config plain-unshared=ONEBIT_Q8_1_SHARED=0 --config plain= \
       --config "dflash-15-unshared=ONEBIT_Q8_1_SHARED=0 --dflash $dflash --draft-max 15" --config "dflash-15=--dflash $dflash --draft-max 15" \
       --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --json "$out/shared-bench.json" >"$out/shared-bench.txt" 2>"$out/shared-bench.err" || true
