@@ -388,8 +388,8 @@ case $stage in
     md=$out/shared.md
     : >"$md"
     for round in 1 2; do
-      for s in 0 ""; do
-        echo "ONEBIT_Q8_1_SHARED=${s:-(unset)}, round $round" >>"$md"
+      for s in 0 1; do
+        echo "ONEBIT_Q8_1_SHARED=$s, round $round" >>"$md"
         env ONEBIT_Q8_1_SHARED=$s "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
         env ONEBIT_Q8_1_SHARED=$s ONEBIT_GEMV_Q4_0=auto "$bin/llama-bench" -m "$llama" -p 1,2,4,8,16 -n 0 -r 10 -fa 1 -o md 2>&1 |
           grep -E ' pp[0-9]|error' >>"$md" || true
@@ -400,8 +400,8 @@ case $stage in
   shared-bench)
     dflash=/tmp/llama3-8b-dflash-q4_0.gguf
     synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
-    "$bin/1bit" bench -m "$llama" --config plain-unshared=ONEBIT_Q8_1_SHARED=0 --config plain= \
-      --config "dflash-15-unshared=ONEBIT_Q8_1_SHARED=0 --dflash $dflash --draft-max 15" --config "dflash-15=--dflash $dflash --draft-max 15" \
+    "$bin/1bit" bench -m "$llama" --config plain-unshared=ONEBIT_Q8_1_SHARED=0 --config plain=ONEBIT_Q8_1_SHARED=1 \
+      --config "dflash-15-unshared=ONEBIT_Q8_1_SHARED=0 --dflash $dflash --draft-max 15" --config "dflash-15=ONEBIT_Q8_1_SHARED=1 --dflash $dflash --draft-max 15" \
       --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --json "$out/shared-bench.json" >"$out/shared-bench.txt" 2>"$out/shared-bench.err" || true
     cat "$out/shared-bench.txt"
     tail -n 2 "$out/shared-bench.err"
@@ -418,14 +418,14 @@ case $stage in
     : >"$md"
     # llama-bench's tg: the engine's decode alone, with patch 0012 and without, and without the
     # engine's programmatic dependent launch.
-    for cfg in "shared=" "unshared=ONEBIT_Q8_1_SHARED=0" "no-pdl=GGML_CUDA_PDL=0"; do
+    for cfg in "shared=ONEBIT_Q8_1_SHARED=1" "unshared=ONEBIT_Q8_1_SHARED=0" "no-pdl=GGML_CUDA_PDL=0"; do
       name=bench-${cfg%%=*}
       env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ${cfg#*=} \
         "$bin/llama-bench" -m "$llama" -p 0 -n 64 -r 1 -fa 1 >$tl/$name.log 2>&1 || tail -n 5 $tl/$name.log
       python3 dev/timeline/summary.py $tl/$name.csv --label "llama-bench tg, ${cfg#*=}" >>"$md" 2>&1 || true
     done
     # The server as 1bit serve starts it, answering three greedy requests of 128 tokens.
-    for cfg in "shared=" "unshared=ONEBIT_Q8_1_SHARED=0" "dflash-15=--dflash $dflash --draft-max 15"; do
+    for cfg in "shared=ONEBIT_Q8_1_SHARED=1" "unshared=ONEBIT_Q8_1_SHARED=0" "dflash-15=--dflash $dflash --draft-max 15"; do
       name=server-${cfg%%=*} extra=${cfg#*=} envs= serve_args=
       case $extra in --*) serve_args=$extra ;; *) envs=$extra ;; esac
       cmd=$("$bin/1bit" serve -m "$llama" $serve_args --dry-run 2>/dev/null | tail -n 1)
