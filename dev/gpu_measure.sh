@@ -448,7 +448,7 @@ for _ in range(3):
     print(f"server: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
 PY
       kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
-      grep '^server:' $tl/$name.log >>"$md" || true
+      grep -E '^server:|ONEBIT_Q8_1_SHARED:' $tl/$name.log >>"$md" || true
       python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, $extra" >>"$md" 2>&1 || true
     done
     # Two of the CSVs (a few MB compressed) and every log come back; the rest stay on the machine.
