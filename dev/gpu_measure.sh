@@ -432,21 +432,7 @@ case $stage in
       port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
       eval "env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv $envs $cmd" >$tl/$name.log 2>&1 &
       pid=$!
-      python3 - "$port" <<'PY' >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
-import json, sys, time, urllib.request
-base = f"http://127.0.0.1:{sys.argv[1]}"
-for _ in range(240):
-    try:
-        urllib.request.urlopen(base + "/health", timeout=2).read()
-        break
-    except Exception:
-        time.sleep(0.5)
-body = json.dumps({"prompt": "def quicksort(items):", "n_predict": 128, "temperature": 0, "ignore_eos": True}).encode()
-for _ in range(3):
-    req = urllib.request.Request(base + "/completion", data=body, headers={"Content-Type": "application/json"})
-    t = json.loads(urllib.request.urlopen(req, timeout=120).read())["timings"]
-    print(f"server: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
-PY
+      python3 dev/greedy_requests.py "$port" 128 3 >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
       kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
       grep -E '^server:|ONEBIT_Q8_1_SHARED:' $tl/$name.log >>"$md" || true
       python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, $extra" >>"$md" 2>&1 || true

@@ -33,20 +33,7 @@ server() {  # server N OUT
   valgrind --tool=callgrind --callgrind-out-file="$2" "$bin/llama-server" -m "$model" --host 127.0.0.1 --port "$port" \
     -ngl 0 -dev none -t 1 --no-warmup >"$work/server.log" 2>&1 &
   local pid=$!
-  python3 - "$port" "$1" <<'PY'
-import json, sys, time, urllib.request
-base = f"http://127.0.0.1:{sys.argv[1]}"
-for _ in range(1200):
-    try:
-        urllib.request.urlopen(base + "/health", timeout=2).read()
-        break
-    except Exception:
-        time.sleep(0.5)
-body = json.dumps({"prompt": "def quicksort(items):", "n_predict": int(sys.argv[2]), "temperature": 0,
-                   "ignore_eos": True, "stream": True}).encode()
-req = urllib.request.Request(base + "/completion", data=body, headers={"Content-Type": "application/json"})
-urllib.request.urlopen(req, timeout=1800).read()
-PY
+  python3 "$(dirname "$0")/greedy_requests.py" "$port" "$1" 1 --stream
   kill -INT "$pid"
   wait "$pid" || true
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Greedy requests to a llama-server: waits until it is healthy, sends COUNT completions of
+N_PREDICT tokens (temperature 0, ignore_eos) and prints each one's decode speed.
+
+    greedy_requests.py PORT N_PREDICT [COUNT] [--stream]
+"""
+import json
+import sys
+import time
+import urllib.request
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--stream"]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    base = f"http://127.0.0.1:{args[0]}"
+    n_predict, count, stream = int(args[1]), int(args[2]) if len(args) > 2 else 1, "--stream" in sys.argv
+    deadline = time.time() + 1200
+    while True:
+        try:
+            urllib.request.urlopen(base + "/health", timeout=2).read()
+            break
+        except Exception:
+            if time.time() > deadline:
+                sys.exit("greedy_requests: the server never became healthy")
+            time.sleep(0.5)
+    body = json.dumps({"prompt": "def quicksort(items):", "n_predict": n_predict, "temperature": 0,
+                       "ignore_eos": True, "stream": stream}).encode()
+    for _ in range(count):
+        req = urllib.request.Request(base + "/completion", data=body, headers={"Content-Type": "application/json"})
+        reply = urllib.request.urlopen(req, timeout=1800).read()
+        if not stream:
+            t = json.loads(reply)["timings"]
+            print(f"server: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
+
+
+if __name__ == "__main__":
+    main()
