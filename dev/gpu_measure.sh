@@ -129,14 +129,15 @@
 #                                    readers) on Llama 3 8B Q4_0: ctest's whole-graph cases
 #                                    (engine_ops_q4_0_shared), llama-bench tg128 and pp1-pp16 (the
 #                                    verification batches, gemv auto) with ONEBIT_Q8_1_SHARED=0 and
-#                                    unset alternating twice
+#                                    =1 alternating twice
 #   dev/gpu_measure.sh shared-bench  1bit bench of the plain target and of dflash at 15 drafted, with
-#                                    ONEBIT_Q8_1_SHARED=0 and unset (the step cost)
+#                                    ONEBIT_Q8_1_SHARED=0 and =1 (the step cost)
 #   dev/gpu_measure.sh timeline      the GPU's timeline of decode steps (dev/timeline: every kernel,
 #                                    copy and CUDA runtime call under CUPTI) on Llama 3 8B Q4_0, for
 #                                    llama-bench's tg and for llama-server answering requests as
-#                                    1bit serve starts it, with ONEBIT_Q8_1_SHARED=0 and unset;
-#                                    summaries in timeline.md, the CSVs compressed
+#                                    1bit serve starts it, with ONEBIT_Q8_1_SHARED=0 and =1 (llama-bench
+#                                    also with GGML_CUDA_PDL=0, the server also with dflash at 15);
+#                                    summaries in timeline.md, two CSVs and the logs compressed
 #   dev/gpu_measure.sh parity        greedy answers with a drafter against the plain target's on
 #                                    Llama 3 8B Q4_0 (1B draft model at 7 with 1bit's GEMV, the
 #                                    recipe, and without it; dflash at 7); and
@@ -166,6 +167,7 @@ export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 bin=$root/build/bin
 hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
+llama_dflash=/tmp/llama3-8b-dflash-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
 try_opts=(--knobs none --goal prompt)  # the stages that judge candidates of their own on prompt speed
 synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama 3 8B)
@@ -398,7 +400,7 @@ case $stage in
     cat "$md"
     ;;
   shared-bench)
-    dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    dflash=$llama_dflash
     synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
     "$bin/1bit" bench -m "$llama" --config plain-unshared=ONEBIT_Q8_1_SHARED=0 --config plain=ONEBIT_Q8_1_SHARED=1 \
       --config "dflash-15-unshared=ONEBIT_Q8_1_SHARED=0 --dflash $dflash --draft-max 15" --config "dflash-15=ONEBIT_Q8_1_SHARED=1 --dflash $dflash --draft-max 15" \
@@ -407,7 +409,7 @@ case $stage in
     tail -n 2 "$out/shared-bench.err"
     ;;
   timeline)
-    dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    dflash=$llama_dflash
     synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
     tl=/tmp/onebit-timeline md=$out/timeline.md
     rm -rf $tl && mkdir -p $tl
@@ -442,7 +444,7 @@ case $stage in
     cat "$md"
     ;;
   parity)
-    dflash=/tmp/llama3-8b-dflash-q4_0.gguf m=${MODELS:-/tmp/1bit-models}
+    dflash=$llama_dflash m=${MODELS:-/tmp/1bit-models}
     synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
     "$bin/1bit" bench -m "$llama" --config plain= \
       --config "draft-7=--draft $draft --draft-max 7" --config "draft-7-mmvq=ONEBIT_GEMV_Q4_0= --draft $draft --draft-max 7" \
@@ -493,7 +495,7 @@ PY
         target=$t-llama.gguf eagle3=$t-llama-eagle3.gguf dflash=$t-llama-dflash.gguf draft=$target
         synth_models tiny-llama:$target tiny-llama-eagle3:$eagle3 tiny-llama-dflash:$dflash
       else
-        target=$llama eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+        target=$llama eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=$llama_dflash
         synth_models llama3-8b:$target llama3.2-1b:$draft llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
       fi
       configs=(--config plain=)
@@ -527,7 +529,7 @@ PY
     tail -n 2 "$out/spec-$which.err"
     ;;
   verify-cols)
-    eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=$llama_dflash
     synth_models llama3-8b:$llama llama3-8b-eagle3:$eagle3 llama3-8b-dflash:$dflash
     [ "${2:-}" = spec ] || {
     for v in unset v5; do
@@ -561,7 +563,7 @@ PY
     tail -n 2 "$out/verify-spec.err"
     ;;
   step-profile)
-    eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=/tmp/llama3-8b-dflash-q4_0.gguf
+    eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf dflash=$llama_dflash
     p=ONEBIT_STEP_PROFILE=1 rounds=1
     configs=(--config plain= --config "plain-profiled=$p")
     if [ "${2:-}" = kv ]; then
