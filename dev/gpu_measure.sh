@@ -143,12 +143,16 @@
 #                                    recipe, and without it; dflash at 7); and
 #                                    on the trained 1bit-tiny pair (its GGUFs from $MODELS); which
 #                                    configurations answer as the plain target does, in parity.md
+#   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer: llama-bench tg128
+#                                    and the server as 1bit serve starts it (four requests of 128
+#                                    tokens greedy, four with the server's default sampling)
+#                                    alternating three times on Llama 3 8B Q4_0, in tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -436,11 +440,29 @@ case $stage in
       pid=$!
       python3 dev/greedy_requests.py "$port" 128 3 >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
       kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
-      grep -E '^server:|ONEBIT_Q8_1_SHARED:' $tl/$name.log >>"$md" || true
+      grep -E '^server (greedy|sampled):|ONEBIT_Q8_1_SHARED:' $tl/$name.log >>"$md" || true
       python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, $extra" >>"$md" 2>&1 || true
     done
     # Two of the CSVs (a few MB compressed) and every log come back; the rest stay on the machine.
     tar -C $tl -cJf "$out/timeline-csv.tar.xz" bench-shared.csv server-shared.csv ./*.log || true
+    cat "$md"
+    ;;
+  tax)
+    synth_models llama3-8b:$llama
+    md=$out/tax.md
+    : >"$md"
+    cmd=$("$bin/1bit" serve -m "$llama" --dry-run 2>/dev/null | tail -n 1)
+    port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
+    echo "command: $cmd" | sed 's#/[^ ]*/##g' >>"$md"
+    for round in 1 2 3; do
+      echo "round $round" >>"$md"
+      "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 3 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
+      eval "$cmd" >/tmp/onebit-tax-server.log 2>&1 &
+      pid=$!
+      { python3 dev/greedy_requests.py "$port" 128 4 && python3 dev/greedy_requests.py "$port" 128 4 --sampled; } >>"$md" 2>&1 ||
+        echo "tax: the server did not answer" >>"$md"
+      kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
+    done
     cat "$md"
     ;;
   parity)

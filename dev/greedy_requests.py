@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Greedy requests to a llama-server: waits until it is healthy, sends COUNT completions of
-N_PREDICT tokens (temperature 0, ignore_eos) and prints each one's decode speed.
+N_PREDICT tokens (temperature 0, ignore_eos) and prints each one's decode speed. --sampled leaves
+the temperature out, so the server samples with its defaults.
 
-    greedy_requests.py PORT N_PREDICT [COUNT] [--stream]
+    greedy_requests.py PORT N_PREDICT [COUNT] [--stream] [--sampled]
 """
 import json
 import sys
@@ -11,7 +12,8 @@ import urllib.request
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--stream"]
+    flags = {"--stream", "--sampled"}
+    args = [a for a in sys.argv[1:] if a not in flags]
     if len(args) < 2:
         sys.exit(__doc__)
     base = f"http://127.0.0.1:{args[0]}"
@@ -25,14 +27,17 @@ def main():
             if time.time() > deadline:
                 sys.exit("greedy_requests: the server never became healthy")
             time.sleep(0.5)
-    body = json.dumps({"prompt": "def quicksort(items):", "n_predict": n_predict, "temperature": 0,
-                       "ignore_eos": True, "stream": stream}).encode()
+    request = {"prompt": "def quicksort(items):", "n_predict": n_predict, "ignore_eos": True, "stream": stream}
+    if "--sampled" not in sys.argv:
+        request["temperature"] = 0
+    body = json.dumps(request).encode()
     for _ in range(count):
         req = urllib.request.Request(base + "/completion", data=body, headers={"Content-Type": "application/json"})
         reply = urllib.request.urlopen(req, timeout=1800).read()
         if not stream:
             t = json.loads(reply)["timings"]
-            print(f"server: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
+            kind = "sampled" if "--sampled" in sys.argv else "greedy"
+            print(f"server {kind}: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
 
 
 if __name__ == "__main__":
