@@ -143,9 +143,9 @@
 #                                    recipe, and without it; dflash at 7); and
 #                                    on the trained 1bit-tiny pair (its GGUFs from $MODELS); which
 #                                    configurations answer as the plain target does, in parity.md
-#   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer: llama-bench tg128
-#                                    and the server as 1bit serve starts it (four requests of 128
-#                                    tokens greedy, four with the server's default sampling)
+#   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer
+#                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
+#                                    serve starts it, greedy and with its default sampling,
 #                                    alternating three times on Llama 3 8B Q4_0, in tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
@@ -436,7 +436,7 @@ case $stage in
       case $extra in --*) serve_args=$extra ;; *) envs=$extra ;; esac
       cmd=$("$bin/1bit" serve -m "$llama" $serve_args --dry-run 2>/dev/null | tail -n 1)
       port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
-      eval "env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv $envs $cmd" >$tl/$name.log 2>&1 &
+      eval "exec env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv $envs $cmd" >$tl/$name.log 2>&1 &
       pid=$!
       python3 dev/greedy_requests.py "$port" 128 3 >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
       kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
@@ -449,21 +449,8 @@ case $stage in
     ;;
   tax)
     synth_models llama3-8b:$llama
-    md=$out/tax.md
-    : >"$md"
-    cmd=$("$bin/1bit" serve -m "$llama" --dry-run 2>/dev/null | tail -n 1)
-    port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
-    echo "command: $cmd" | sed 's#/[^ ]*/##g' >>"$md"
-    for round in 1 2 3; do
-      echo "round $round" >>"$md"
-      "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 3 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
-      eval "$cmd" >/tmp/onebit-tax-server.log 2>&1 &
-      pid=$!
-      { python3 dev/greedy_requests.py "$port" 128 4 && python3 dev/greedy_requests.py "$port" 128 4 --sampled; } >>"$md" 2>&1 ||
-        echo "tax: the server did not answer" >>"$md"
-      kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
-    done
-    cat "$md"
+    dev/server_tax.sh "$llama" 3 >"$out/tax.md" 2>&1 || true
+    cat "$out/tax.md"
     ;;
   parity)
     dflash=$llama_dflash m=${MODELS:-/tmp/1bit-models}

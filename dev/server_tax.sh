@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The server's tax on decode: the engine's llama-bench tg128 against llama-server started exactly
+# as `1bit serve` starts it (its --dry-run command), greedy and with the server's default sampling,
+# in ROUNDS interleaved rounds so that a machine that drifts drifts for both. Prints the launch
+# command (directories stripped), each round's lines and the medians with their ratio.
+#
+#   dev/server_tax.sh MODEL [ROUNDS] [SERVE_ARGS...]     (from the checkout, after make build)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$root/build/bin
+model=${1:?usage: server_tax.sh MODEL [ROUNDS] [SERVE_ARGS...]}
+rounds=${2:-3}
+shift $(( $# < 2 ? $# : 2 ))
+[ -f "$model" ] || { echo "server_tax: no model at $model" >&2; exit 1; }
+
+cmd=$("$bin/1bit" serve -m "$model" "$@" --dry-run 2>/dev/null | tail -n 1)
+port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
+[ -n "$port" ] || { echo "server_tax: 1bit serve --dry-run gave no engine command" >&2; exit 1; }
+# llama-bench gets the server's device and thread settings, so both decode the same way.
+ngl=$(echo "$cmd" | sed -n 's/.* -ngl \([0-9]*\).*/\1/p')
+threads=$(echo "$cmd" | sed -n 's/.* -t \([0-9]*\).*/\1/p')
+fa=$(echo "$cmd" | sed -n 's/.* -fa \([a-z0-9]*\).*/\1/p')
+bench_args=(-m "$model" -p 0 -n 128 -r 3 -o md -ngl "${ngl:-0}")
+[ -n "$threads" ] && bench_args+=(-t "$threads")
+case $fa in on | 1) bench_args+=(-fa 1) ;; off | 0) bench_args+=(-fa 0) ;; esac
+echo "server: $cmd" | sed 's#/[^ ]*/##g'
+echo "llama-bench: ${bench_args[*]}" | sed 's#/[^ ]*/##g'
+
+log=$(mktemp /tmp/onebit-tax-XXXXXX.log)
+pid=
+cleanup() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -f "$log"; }
+trap cleanup EXIT
+
+bench=() greedy=() sampled=()
+for round in $(seq "$rounds"); do
+  line=$("$bin/llama-bench" "${bench_args[@]}" 2>&1 | grep -E 'tg128' || true)
+  [ -n "$line" ] || { echo "server_tax: llama-bench gave no tg128 line" >&2; exit 1; }
+  tps=$(echo "$line" | awk -F'|' '{ print $(NF-1) }' | awk '{ print $1 }')
+  bench+=("$tps")
+  echo "round $round: llama-bench tg128 $tps tok/s"
+  # exec: the signal below reaches the server itself, not a shell around it.
+  eval "exec $cmd" >"$log" 2>&1 &
+  pid=$!
+  for kind in greedy sampled; do
+    flag=; [ $kind = sampled ] && flag=--sampled
+    out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag) || { echo "server_tax: the server did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
+    echo "$out" | sed "s/^/round $round: /"
+    # The first request of each kind warms the server's caches; the other three count.
+    vals=$(echo "$out" | tail -n 3 | awk '{ print $(NF-1) }')
+    for v in $vals; do if [ $kind = greedy ]; then greedy+=("$v"); else sampled+=("$v"); fi; done
+  done
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true; pid=
+done
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+mb=$(median "${bench[@]}") mg=$(median "${greedy[@]}") ms=$(median "${sampled[@]}")
+awk -v b="$mb" -v g="$mg" -v s="$ms" 'BEGIN {
+  printf "median: llama-bench tg128 %.1f, server greedy %.1f (%.1f%%), server sampled %.1f (%.1f%%) tok/s\n", b, g, 100 * g / b, s, 100 * s / b }'
