@@ -145,8 +145,10 @@
 #                                    configurations answer as the plain target does, in parity.md
 #   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
-#                                    serve starts it, greedy and with its default sampling,
-#                                    alternating three times on Llama 3 8B Q4_0, in tax.md
+#                                    serve starts it, greedy and with its default sampling, with
+#                                    patch 0014 and with ONEBIT_YIELD_EAGER=1 (the engine's
+#                                    worker hand-off), alternating three times on Llama 3 8B Q4_0,
+#                                    in tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -449,7 +451,7 @@ case $stage in
     ;;
   tax)
     synth_models llama3-8b:$llama
-    dev/server_tax.sh "$llama" 3 >"$out/tax.md" 2>&1 || true
+    dev/server_tax.sh "$llama" 3 lazy: eager:ONEBIT_YIELD_EAGER=1 >"$out/tax.md" 2>&1 || true
     cat "$out/tax.md"
     ;;
   parity)

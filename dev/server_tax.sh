@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # The server's tax on decode: the engine's llama-bench tg128 against llama-server started exactly
 # as `1bit serve` starts it (its --dry-run command), greedy and with the server's default sampling,
-# in ROUNDS interleaved rounds so that a machine that drifts drifts for both. Prints the launch
-# command (directories stripped), each round's lines and the medians with their ratio.
+# in ROUNDS interleaved rounds so that a machine that drifts drifts for all. Each VARIANT
+# (NAME:VAR=VALUE,...) is the server again with that environment, in the same rounds; without one
+# the server runs as it is. Prints the launch command (directories stripped), each round's lines
+# and the medians with their ratios to llama-bench.
 #
-#   dev/server_tax.sh MODEL [ROUNDS] [SERVE_ARGS...]     (from the checkout, after make build)
+#   dev/server_tax.sh MODEL [ROUNDS] [VARIANT...]     (from the checkout, after make build)
+#   dev/server_tax.sh models/1bit-tiny-32m-q8_0.gguf 5 lazy: eager:ONEBIT_YIELD_EAGER=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
-model=${1:?usage: server_tax.sh MODEL [ROUNDS] [SERVE_ARGS...]}
+model=${1:?usage: server_tax.sh MODEL [ROUNDS] [NAME:VAR=VALUE,...]...}
 rounds=${2:-3}
 shift $(( $# < 2 ? $# : 2 ))
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=("server:")
 [ -f "$model" ] || { echo "server_tax: no model at $model" >&2; exit 1; }
+for v in "${variants[@]}"; do
+  case $v in *:*) ;; *) echo "server_tax: a variant is NAME:VAR=VALUE,... (got '$v')" >&2; exit 2 ;; esac
+done
 
-cmd=$("$bin/1bit" serve -m "$model" "$@" --dry-run 2>/dev/null | tail -n 1)
+cmd=$("$bin/1bit" serve -m "$model" --dry-run 2>/dev/null | tail -n 1)
 port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
 [ -n "$port" ] || { echo "server_tax: 1bit serve --dry-run gave no engine command" >&2; exit 1; }
 # llama-bench gets the server's device and thread settings, so both decode the same way.
@@ -31,28 +39,37 @@ pid=
 cleanup() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -f "$log"; }
 trap cleanup EXIT
 
-bench=() greedy=() sampled=()
+declare -A speeds  # "NAME greedy" / "NAME sampled" -> the speeds that count
+bench=()
 for round in $(seq "$rounds"); do
   line=$("$bin/llama-bench" "${bench_args[@]}" 2>&1 | grep -E 'tg128' || true)
   [ -n "$line" ] || { echo "server_tax: llama-bench gave no tg128 line" >&2; exit 1; }
   tps=$(echo "$line" | awk -F'|' '{ print $(NF-1) }' | awk '{ print $1 }')
   bench+=("$tps")
   echo "round $round: llama-bench tg128 $tps tok/s"
-  # exec: the signal below reaches the server itself, not a shell around it.
-  eval "exec $cmd" >"$log" 2>&1 &
-  pid=$!
-  for kind in greedy sampled; do
-    flag=; [ $kind = sampled ] && flag=--sampled
-    out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag) || { echo "server_tax: the server did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
-    echo "$out" | sed "s/^/round $round: /"
-    # The first request of each kind warms the server's caches; the other three count.
-    vals=$(echo "$out" | tail -n 3 | awk '{ print $(NF-1) }')
-    for v in $vals; do if [ $kind = greedy ]; then greedy+=("$v"); else sampled+=("$v"); fi; done
+  for v in "${variants[@]}"; do
+    name=${v%%:*} envs=${v#*:}
+    # exec: the signal below reaches the server itself, not a shell around it.
+    eval "exec env ${envs//,/ } $cmd" >"$log" 2>&1 &
+    pid=$!
+    for kind in greedy sampled; do
+      flag=; [ $kind = sampled ] && flag=--sampled
+      out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag) || { echo "server_tax: $name did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
+      echo "$out" | sed "s/^/round $round: $name: /"
+      # The first request of each kind warms the server's caches; the other three count.
+      speeds["$name $kind"]+=" $(echo "$out" | tail -n 3 | awk '{ print $(NF-1) }' | tr '\n' ' ')"
+    done
+    kill -INT "$pid"; wait "$pid" 2>/dev/null || true; pid=
   done
-  kill -INT "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-mb=$(median "${bench[@]}") mg=$(median "${greedy[@]}") ms=$(median "${sampled[@]}")
-awk -v b="$mb" -v g="$mg" -v s="$ms" 'BEGIN {
-  printf "median: llama-bench tg128 %.1f, server greedy %.1f (%.1f%%), server sampled %.1f (%.1f%%) tok/s\n", b, g, 100 * g / b, s, 100 * s / b }'
+mb=$(median "${bench[@]}")
+echo "median: llama-bench tg128 $mb tok/s"
+for v in "${variants[@]}"; do
+  name=${v%%:*}
+  # shellcheck disable=SC2086
+  mg=$(median ${speeds["$name greedy"]}) ms=$(median ${speeds["$name sampled"]})
+  awk -v n="$name" -v b="$mb" -v g="$mg" -v s="$ms" 'BEGIN {
+    printf "median: %s greedy %.1f (%.1f%% of llama-bench), sampled %.1f (%.1f%%) tok/s\n", n, g, 100 * g / b, s, 100 * s / b }'
+done
