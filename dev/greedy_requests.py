@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Greedy requests to a llama-server: waits until it is healthy, sends COUNT completions of
 N_PREDICT tokens (temperature 0, ignore_eos) and prints each one's decode speed. --sampled leaves
-the temperature out, so the server samples with its defaults.
+the temperature out, so the server samples with its defaults. --prompt=TEXT replaces the prompt
+(a one-word prompt decodes at the depths llama-bench's tg does, from the start of the context).
 
-    greedy_requests.py PORT N_PREDICT [COUNT] [--stream] [--sampled]
+    greedy_requests.py PORT N_PREDICT [COUNT] [--stream] [--sampled] [--prompt=TEXT]
 """
 import json
 import sys
@@ -13,7 +14,11 @@ import urllib.request
 
 def main():
     flags = {"--stream", "--sampled"}
-    args = [a for a in sys.argv[1:] if a not in flags]
+    prompt = "def quicksort(items):"
+    for a in sys.argv[1:]:
+        if a.startswith("--prompt="):
+            prompt = a[len("--prompt="):]
+    args = [a for a in sys.argv[1:] if a not in flags and not a.startswith("--prompt=")]
     if len(args) < 2:
         sys.exit(__doc__)
     base = f"http://127.0.0.1:{args[0]}"
@@ -27,7 +32,7 @@ def main():
             if time.time() > deadline:
                 sys.exit("greedy_requests: the server never became healthy")
             time.sleep(0.5)
-    request = {"prompt": "def quicksort(items):", "n_predict": n_predict, "ignore_eos": True, "stream": stream}
+    request = {"prompt": prompt, "n_predict": n_predict, "ignore_eos": True, "stream": stream}
     if "--sampled" not in sys.argv:
         request["temperature"] = 0
     body = json.dumps(request).encode()

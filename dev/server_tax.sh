@@ -54,7 +54,9 @@ for round in $(seq "$rounds"); do
     pid=$!
     for kind in greedy sampled; do
       flag=; [ $kind = sampled ] && flag=--sampled
-      out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag) || { echo "server_tax: $name did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
+      # A one-word prompt: the server decodes at the depths llama-bench's tg128 does (0-127), not
+      # after a prompt whose attention each step would pay for.
+      out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag --prompt=The) || { echo "server_tax: $name did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
       echo "$out" | sed "s/^/round $round: $name: /"
       # The first request of each kind warms the server's caches; the other three count.
       speeds["$name $kind"]+=" $(echo "$out" | tail -n 3 | awk '{ print $(NF-1) }' | tr '\n' ' ')"
