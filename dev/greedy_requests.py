@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Greedy requests to a llama-server: waits until it is healthy, sends COUNT completions of
-N_PREDICT tokens (temperature 0, ignore_eos) and prints each one's decode speed. --sampled leaves
+N_PREDICT tokens (temperature 0, ignore_eos) and prints each one's decode speed (from the server's
+timings; with --stream, those of the stream's last event). --sampled leaves
 the temperature out, so the server samples with its defaults. --prompt=TEXT replaces the prompt
 (a one-word prompt decodes at the depths llama-bench's tg does, from the start of the context).
 
@@ -39,10 +40,14 @@ def main():
     for _ in range(count):
         req = urllib.request.Request(base + "/completion", data=body, headers={"Content-Type": "application/json"})
         reply = urllib.request.urlopen(req, timeout=1800).read()
-        if not stream:
+        if stream:
+            # the last event of the stream carries the timings
+            events = [json.loads(line[5:]) for line in reply.decode().splitlines() if line.startswith("data: {")]
+            t = next(e["timings"] for e in reversed(events) if "timings" in e)
+        else:
             t = json.loads(reply)["timings"]
-            kind = "sampled" if "--sampled" in sys.argv else "greedy"
-            print(f"server {kind}: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
+        kind = ("sampled" if "--sampled" in sys.argv else "greedy") + (" streamed" if stream else "")
+        print(f"server {kind}: {t['predicted_n']} tokens at {t['predicted_per_second']:.1f} tok/s")
 
 
 if __name__ == "__main__":

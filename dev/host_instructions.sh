@@ -33,7 +33,7 @@ server() {  # server N OUT
   valgrind --tool=callgrind --callgrind-out-file="$2" "$bin/llama-server" -m "$model" --host 127.0.0.1 --port "$port" \
     -ngl 0 -dev none -t 1 --no-warmup >"$work/server.log" 2>&1 &
   local pid=$!
-  python3 "$(dirname "$0")/greedy_requests.py" "$port" "$1" 1 --stream
+  python3 "$(dirname "$0")/greedy_requests.py" "$port" "$1" 1 --stream >/dev/null
   kill -INT "$pid"
   wait "$pid" || true
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The server's tax on decode: the engine's llama-bench tg128 against llama-server started exactly
-# as `1bit serve` starts it (its --dry-run command), greedy and with the server's default sampling,
-# in ROUNDS interleaved rounds so that a machine that drifts drifts for all. Each VARIANT
-# (NAME:VAR=VALUE,...) is the server again with that environment, in the same rounds; without one
-# the server runs as it is. Prints the launch command (directories stripped), each round's lines
+# as `1bit serve` starts it (its --dry-run command), greedy, with the server's default sampling and
+# greedy streamed (as chat clients ask), in ROUNDS interleaved rounds so that a machine that drifts
+# drifts for all. Each VARIANT (NAME:VAR=VALUE,...) is the server again with that environment, in
+# the same rounds; without one the server runs as it is. Prints the launch command (directories stripped), each round's lines
 # and the medians with their ratios to llama-bench.
 #
 #   dev/server_tax.sh MODEL [ROUNDS] [VARIANT...]     (from the checkout, after make build)
@@ -52,8 +52,8 @@ for round in $(seq "$rounds"); do
     # exec: the signal below reaches the server itself, not a shell around it.
     eval "exec env ${envs//,/ } $cmd" >"$log" 2>&1 &
     pid=$!
-    for kind in greedy sampled; do
-      flag=; [ $kind = sampled ] && flag=--sampled
+    for kind in greedy sampled streamed; do
+      flag=; [ $kind = sampled ] && flag=--sampled; [ $kind = streamed ] && flag=--stream
       # A one-word prompt: the server decodes at the depths llama-bench's tg128 does (0-127), not
       # after a prompt whose attention each step would pay for.
       out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag --prompt=The) || { echo "server_tax: $name did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
@@ -71,7 +71,8 @@ echo "median: llama-bench tg128 $mb tok/s"
 for v in "${variants[@]}"; do
   name=${v%%:*}
   # shellcheck disable=SC2086
-  mg=$(median ${speeds["$name greedy"]}) ms=$(median ${speeds["$name sampled"]})
-  awk -v n="$name" -v b="$mb" -v g="$mg" -v s="$ms" 'BEGIN {
-    printf "median: %s greedy %.1f (%.1f%% of llama-bench), sampled %.1f (%.1f%%) tok/s\n", n, g, 100 * g / b, s, 100 * s / b }'
+  mg=$(median ${speeds["$name greedy"]}) ms=$(median ${speeds["$name sampled"]}) mt=$(median ${speeds["$name streamed"]})
+  awk -v n="$name" -v b="$mb" -v g="$mg" -v s="$ms" -v t="$mt" 'BEGIN {
+    printf "median: %s greedy %.1f (%.1f%% of llama-bench), sampled %.1f (%.1f%%), greedy streamed %.1f (%.1f%%) tok/s\n",
+      n, g, 100 * g / b, s, 100 * s / b, t, 100 * t / b }'
 done
