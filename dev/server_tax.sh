@@ -3,8 +3,8 @@
 # as `1bit serve` starts it (its --dry-run command), greedy, with the server's default sampling and
 # greedy streamed (as chat clients ask), in ROUNDS interleaved rounds so that a machine that drifts
 # drifts for all. Each VARIANT (NAME:VAR=VALUE,...) is the server again with that environment, in
-# the same rounds; without one the server runs as it is. Prints the launch command (directories stripped), each round's lines
-# and the medians with their ratios to llama-bench.
+# the same rounds; without one the server runs as it is. Prints the launch command (directories
+# stripped), each round's lines and the medians with their ratios to llama-bench.
 #
 #   dev/server_tax.sh MODEL [ROUNDS] [VARIANT...]     (from the checkout, after make build)
 #   dev/server_tax.sh models/1bit-tiny-32m-q8_0.gguf 5 lazy: eager:ONEBIT_YIELD_EAGER=1
