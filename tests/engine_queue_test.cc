@@ -82,9 +82,11 @@ TEST(EngineQueue, APlainDecodeWakesNoWorker) {
   const double eager = waits_per_token(true);
   std::printf("blocking waits of the server's threads a token: %.2f woken for its tasks, %.2f eager\n", lazy, eager);
   // The engine's way hands the queue to the worker and back at every decode: the worker sleeps
-  // again twice a token (measured: 4.0). Woken only for its tasks, it stays asleep (0.04).
-  EXPECT_GT(eager, 2.0) << "the eager hand-off no longer shows: the measure cannot tell the two apart";
-  EXPECT_LT(lazy, 0.5) << "eager: " << eager;
+  // again at least twice a token (measured on two cores: 4.0). Woken only for its tasks, it stays
+  // asleep (0.04). Compared as a difference and a ratio, so that waits a busy machine adds to
+  // both (the compute threads' own) do not decide it.
+  EXPECT_GT(eager - lazy, 2.0) << "woken for its tasks: " << lazy << ", eager: " << eager;
+  EXPECT_LT(3 * lazy, eager) << "woken for its tasks: " << lazy << ", eager: " << eager;
 }
 
 TEST(EngineQueue, SlotsAnswerWhileAPromptDecodes) {
