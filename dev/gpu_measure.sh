@@ -145,7 +145,7 @@
 #                                    configurations answer as the plain target does, in parity.md
 #   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
-#                                    serve starts it, greedy and with its default sampling, with
+#                                    serve starts it, greedy, default sampling and streamed, with
 #                                    patch 0014 and with ONEBIT_YIELD_EAGER=1 (the engine's
 #                                    worker hand-off), alternating three times on Llama 3 8B Q4_0,
 #                                    in tax.md

@@ -39,7 +39,7 @@ pid=
 cleanup() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -f "$log"; }
 trap cleanup EXIT
 
-declare -A speeds  # "NAME greedy" / "NAME sampled" -> the speeds that count
+declare -A speeds  # "NAME greedy" / "NAME sampled" / "NAME streamed" -> the speeds that count
 bench=()
 for round in $(seq "$rounds"); do
   line=$("$bin/llama-bench" "${bench_args[@]}" 2>&1 | grep -E 'tg128' || true)

@@ -49,11 +49,7 @@ struct Server {
         process({llama_server_binary(), "-m", tiny_model(), "-c", "1024", "-t", "2", "-np", "1", "--port",
                  std::to_string(port)},
                 {{"ONEBIT_YIELD_EAGER", eager ? "1" : "0"}}, dir.path()) {
-    for (int i = 0; i < 600; ++i) {
-      if (http_fetch("127.0.0.1", port, "GET", "/health").status == 200) return;
-      std::this_thread::sleep_for(100ms);
-    }
-    ADD_FAILURE() << "llama-server never became healthy: " << process.err();
+    EXPECT_TRUE(wait_engine_healthy(port, 60s)) << "llama-server never became healthy: " << process.err();
   }
   HttpResult complete(const json& body) const {
     return http_fetch("127.0.0.1", port, "POST", "/completion", body.dump(), {{"Content-Type", "application/json"}},

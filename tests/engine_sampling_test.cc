@@ -54,10 +54,7 @@ std::vector<json> sample_all(const std::string& model, bool full, int n_predict,
   const int port = pick_free_port("127.0.0.1");
   Subprocess server({llama_server_binary(), "-m", model, "-c", "1024", "-t", "2", "-np", "1", "--port", std::to_string(port)},
                     {{"ONEBIT_SAMPLING_FULL", full ? "1" : "0"}}, dir.path());
-  for (int i = 0; i < 600; ++i) {
-    if (http_fetch("127.0.0.1", port, "GET", "/health").status == 200) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  EXPECT_TRUE(wait_engine_healthy(port, 60s)) << server.err();
   std::vector<json> out;
   for (const Case& c : cases()) {
     json body = c.fields;

@@ -9,8 +9,10 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "base/error.h"
+#include "http/conn.h"
 #include "ggml.h"
 #include "gguf.h"
 
@@ -120,6 +122,15 @@ std::string proc_env(int pid, const std::string& name) {
     if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=')
       return kv.substr(name.size() + 1);
   return "";
+}
+
+bool wait_engine_healthy(int port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (http_fetch("127.0.0.1", port, "GET", "/health").status != 200) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
 }
 
 KillPidInFile::~KillPidInFile() {

@@ -2,6 +2,7 @@
 // paths of the things the build made.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,6 +39,9 @@ std::string read_file(const std::string& path);
 std::vector<std::string> proc_strings(int pid, const char* what);
 // The value of `name` in a running process's environment; empty when unset.
 std::string proc_env(int pid, const std::string& name);
+
+// Polls GET /health of an engine on 127.0.0.1:port until it answers 200; false after `timeout`.
+bool wait_engine_healthy(int port, std::chrono::milliseconds timeout);
 
 // Kills, on destruction, the process whose pid `path` holds, if the file was written: for
 // processes a test's fake engine leaves running on purpose.
