@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 namespace onebit {
 namespace {
@@ -141,8 +142,9 @@ KeepAlive parse_keep_alive(const json& request) {
   if (!request.contains("keep_alive") || request["keep_alive"].is_null()) return k;
   const json& v = request["keep_alive"];
   k.given = true;
+  // Negative is forever, and so is a time past what milliseconds in int64 hold (292 million years).
   auto set_seconds = [&k](double s) {
-    if (s < 0) k.forever = true;
+    if (s < 0 || !(s * 1000 < 9.2e18)) k.forever = true;
     else k.duration = std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000)));
   };
   if (v.is_number()) {
@@ -158,10 +160,12 @@ KeepAlive parse_keep_alive(const json& request) {
   double total = 0;
   bool any = false;
   while (i < s.size()) {
-    size_t start = i;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-    if (i == start) throw OllamaError(400, bad);
-    const double number = std::stod(s.substr(start, i - start));
+    size_t start = i, digits = 0, points = 0;
+    for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'); ++i)
+      (s[i] == '.' ? points : digits)++;
+    if (digits == 0 || points > 1) throw OllamaError(400, bad);
+    // Digits with at most one point always parse; too many of them are infinity, not an error.
+    const double number = std::strtod(s.substr(start, i - start).c_str(), nullptr);
     size_t unit_start = i;
     while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
     const std::string unit = s.substr(unit_start, i - unit_start);
@@ -175,6 +179,7 @@ KeepAlive parse_keep_alive(const json& request) {
     total += number * scale;
     any = true;
   }
+  if (!any) throw OllamaError(400, bad);
   set_seconds(negative ? -total : total);
   return k;
 }

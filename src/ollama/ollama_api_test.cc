@@ -152,7 +152,11 @@ TEST(OllamaApi, KeepAlive) {
   EXPECT_EQ(parse_keep_alive({{"keep_alive", "1h30m"}}).duration, milliseconds(5400000));
   EXPECT_EQ(parse_keep_alive({{"keep_alive", "500ms"}}).duration, milliseconds(500));
   EXPECT_EQ(parse_keep_alive({{"keep_alive", "3600"}}).duration, milliseconds(3600000));
-  for (const json& bad : {json("soon"), json("5x"), json(""), json(true), json("1h5")})
+  EXPECT_EQ(parse_keep_alive({{"keep_alive", "1.5m"}}).duration, milliseconds(90000));
+  EXPECT_TRUE(parse_keep_alive({{"keep_alive", 1e300}}).forever);
+  EXPECT_TRUE(parse_keep_alive({{"keep_alive", std::string(400, '9') + "h"}}).forever);
+  for (const json& bad : {json("soon"), json("5x"), json(""), json(true), json("1h5"), json("."), json("m"),
+                          json("1..5s"), json("1.2.3s"), json("-")})
     EXPECT_EQ(refusal([&] { parse_keep_alive({{"keep_alive", bad}}); }).first, 400) << bad;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <limits>
 
 #include "ollama/ollama_api.h"
 
@@ -12,12 +13,23 @@ using nlohmann::json;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// Milliseconds as nanoseconds, held to [0, INT64_MAX]: a double out of an integer's range has no
+// conversion, so an answer saying 1e300 ms must not reach the cast.
 int64_t ms_to_ns(const json& timings, const char* key) {
-  return timings.contains(key) && timings[key].is_number() ? static_cast<int64_t>(timings[key].get<double>() * 1e6) : 0;
+  if (!timings.contains(key) || !timings[key].is_number()) return 0;
+  const double ns = timings[key].get<double>() * 1e6;
+  if (!(ns > 0)) return 0;
+  return ns < 9.2e18 ? static_cast<int64_t>(ns) : std::numeric_limits<int64_t>::max();
 }
 
-int64_t count(const json& timings, const char* key) {
-  return timings.contains(key) && timings[key].is_number_integer() ? timings[key].get<int64_t>() : 0;
+// A count or index of an engine answer; 0 where it is absent, fractional, negative or past 2^62,
+// so that two of them add up without overflow.
+int64_t count(const json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number_integer()) return 0;
+  constexpr int64_t kMax = int64_t{1} << 62;
+  if (j[key].is_number_unsigned()) return j[key].get<uint64_t>() <= uint64_t{kMax} ? j[key].get<int64_t>() : 0;
+  const int64_t n = j[key].get<int64_t>();
+  return n >= 0 && n <= kMax ? n : 0;
 }
 
 // The message of an engine error: {"error": {"message": ...}} or {"error": "..."}, else the text.
@@ -128,7 +140,7 @@ std::string OllamaReply::event(const std::string& data) {
     if (d.contains("reasoning_content") && d["reasoning_content"].is_string()) thinking = d["reasoning_content"];
     if (d.contains("tool_calls") && d["tool_calls"].is_array())
       for (const json& c : d["tool_calls"]) {
-        json& call = tool_calls_.try_emplace(c.value("index", 0), json::object()).first->second;
+        json& call = tool_calls_.try_emplace(count(c, "index"), json::object()).first->second;
         const json fn = c.value("function", json::object());
         if (fn.contains("name") && fn["name"].is_string()) call["name"] = call.value("name", "") + fn["name"].get<std::string>();
         if (fn.contains("arguments") && fn["arguments"].is_string())
@@ -177,12 +189,12 @@ json OllamaReply::whole(const json& engine) const {
   const json usage = engine.value("usage", json::object());
   if (kind_ == ReplyKind::kEmbed || kind_ == ReplyKind::kEmbeddings) {
     std::map<int64_t, json> by_index;
-    for (const json& d : engine.value("data", json::array())) by_index[d.value("index", 0)] = d.value("embedding", json::array());
+    for (const json& d : engine.value("data", json::array())) by_index[count(d, "index")] = d.value("embedding", json::array());
     json vectors = json::array();
     for (auto& [i, v] : by_index) vectors.push_back(v);
     if (kind_ == ReplyKind::kEmbeddings) return {{"embedding", vectors.empty() ? json::array() : vectors[0]}};
     return {{"model", model_}, {"embeddings", vectors}, {"total_duration", elapsed_ns()},
-            {"load_duration", load_ns_}, {"prompt_eval_count", usage.value("prompt_tokens", 0)}};
+            {"load_duration", load_ns_}, {"prompt_eval_count", count(usage, "prompt_tokens")}};
   }
   const json choices = engine.value("choices", json::array());
   const json choice = choices.empty() ? json::object() : choices[0];

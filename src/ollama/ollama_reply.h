@@ -64,7 +64,7 @@ class OllamaReply : public BodyTranslation {
   bool done_ = false;    // the last line went out
   std::string done_reason_ = "stop";
   nlohmann::json timings_ = nlohmann::json::object();
-  std::map<int, nlohmann::json> tool_calls_;  // streamed tool calls by index, completed at the end
+  std::map<int64_t, nlohmann::json> tool_calls_;  // streamed tool calls by index, completed at the end
 };
 
 }  // namespace onebit

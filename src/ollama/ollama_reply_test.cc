@@ -1,5 +1,7 @@
 #include "ollama/ollama_reply.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "ollama/ollama_models.h"
@@ -36,6 +38,19 @@ TEST(OllamaReply, DurationsFromTimings) {
             (json{{"total_duration", 90000000}, {"load_duration", 4000}, {"prompt_eval_count", 7},
                   {"prompt_eval_duration", 1500000}, {"eval_count", 3}, {"eval_duration", 12250000}}));
   EXPECT_EQ(ollama_durations(json::object(), 1, 0)["eval_count"], 0);
+}
+
+// Numbers no engine sends still give numbers: no float-to-integer conversion out of range, no
+// overflow adding two counts.
+TEST(OllamaReply, DurationsFromNumbersOutOfRange) {
+  const json odd = {{"prompt_ms", 1e300},  {"predicted_ms", -5.0},
+                    {"prompt_n", 1.5e300}, {"cache_n", std::numeric_limits<int64_t>::max()},
+                    {"predicted_n", -3}};
+  const json d = ollama_durations(odd, 1, 0);
+  EXPECT_EQ(d["prompt_eval_duration"], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(d["eval_duration"], 0);
+  EXPECT_EQ(d["prompt_eval_count"], 0);
+  EXPECT_EQ(d["eval_count"], 0);
 }
 
 TEST(OllamaReply, Time) {
