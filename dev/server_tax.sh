@@ -22,6 +22,8 @@ for v in "${variants[@]}"; do
 done
 
 cmd=$("$bin/1bit" serve -m "$model" --dry-run 2>/dev/null | tail -n 1)
+cmd_env=$(echo "$cmd" | grep -oE '^([A-Za-z_][A-Za-z0-9_]*=[^ ]* )+' || true)
+cmd_rest=${cmd#"$cmd_env"}
 port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
 [ -n "$port" ] || { echo "server_tax: 1bit serve --dry-run gave no engine command" >&2; exit 1; }
 # llama-bench gets the server's device and thread settings, so both decode the same way.
@@ -50,7 +52,9 @@ for round in $(seq "$rounds"); do
   for v in "${variants[@]}"; do
     name=${v%%:*} envs=${v#*:}
     # exec: the signal below reaches the server itself, not a shell around it.
-    eval "exec env ${envs//,/ } $cmd" >"$log" 2>&1 &
+    # The variant's variables after the recipes' (the command's leading VAR=VALUE words), so
+    # that a variant can override a recipe.
+    eval "exec env $cmd_env ${envs//,/ } $cmd_rest" >"$log" 2>&1 &
     pid=$!
     for kind in greedy sampled streamed; do
       flag=; [ $kind = sampled ] && flag=--sampled; [ $kind = streamed ] && flag=--stream
