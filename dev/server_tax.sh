@@ -3,11 +3,14 @@
 # as `1bit serve` starts it (its --dry-run command), greedy, with the server's default sampling and
 # greedy streamed (as chat clients ask), in ROUNDS interleaved rounds so that a machine that drifts
 # drifts for all. Each VARIANT (NAME:VAR=VALUE,...) is the server again with that environment, in
-# the same rounds; without one the server runs as it is. Prints the launch command (directories
-# stripped), each round's lines and the medians with their ratios to llama-bench.
+# the same rounds; without one the server runs as it is. A NAME ending in @serve runs `1bit serve`
+# itself with that environment and asks it, so that its proxy is on the way. Prints the launch
+# command (directories stripped), each round's lines and the medians with their ratios to
+# llama-bench.
 #
 #   dev/server_tax.sh MODEL [ROUNDS] [VARIANT...]     (from the checkout, after make build)
 #   dev/server_tax.sh models/1bit-tiny-32m-q8_0.gguf 5 lazy: eager:ONEBIT_YIELD_EAGER=1
+#   dev/server_tax.sh models/1bit-tiny-32m-q8_0.gguf 8 engine: proxy@serve:
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bin
@@ -26,6 +29,7 @@ cmd_env=$(echo "$cmd" | grep -oE '^([A-Za-z_][A-Za-z0-9_]*=[^ ]* )+' || true)
 cmd_rest=${cmd#"$cmd_env"}
 port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
 [ -n "$port" ] || { echo "server_tax: 1bit serve --dry-run gave no engine command" >&2; exit 1; }
+serve_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # llama-bench gets the server's device and thread settings, so both decode the same way.
 ngl=$(echo "$cmd" | sed -n 's/.* -ngl \([0-9]*\).*/\1/p')
 threads=$(echo "$cmd" | sed -n 's/.* -t \([0-9]*\).*/\1/p')
@@ -54,13 +58,19 @@ for round in $(seq "$rounds"); do
     # exec: the signal below reaches the server itself, not a shell around it.
     # The variant's variables after the recipes' (the command's leading VAR=VALUE words), so
     # that a variant can override a recipe.
-    eval "exec env $cmd_env ${envs//,/ } $cmd_rest" >"$log" 2>&1 &
+    ask=$port
+    case $name in
+      *@serve)
+        ask=$serve_port
+        eval "exec env ${envs//,/ } \"$bin/1bit\" serve -m \"$model\" --port $serve_port" >"$log" 2>&1 & ;;
+      *) eval "exec env $cmd_env ${envs//,/ } $cmd_rest" >"$log" 2>&1 & ;;
+    esac
     pid=$!
     for kind in greedy sampled streamed; do
       flag=; [ $kind = sampled ] && flag=--sampled; [ $kind = streamed ] && flag=--stream
       # A one-word prompt: the server decodes at the depths llama-bench's tg128 does (0-127), not
       # after a prompt whose attention each step would pay for.
-      out=$(python3 "$root/dev/greedy_requests.py" "$port" 128 4 $flag --prompt=The) || { echo "server_tax: $name did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
+      out=$(python3 "$root/dev/greedy_requests.py" "$ask" 128 4 $flag --prompt=The) || { echo "server_tax: $name did not answer" >&2; tail -n 5 "$log" >&2; exit 1; }
       echo "$out" | sed "s/^/round $round: $name: /"
       # The first request of each kind warms the server's caches; the other three count.
       speeds["$name $kind"]+=" $(echo "$out" | tail -n 3 | awk '{ print $(NF-1) }' | tr '\n' ' ')"
