@@ -146,9 +146,10 @@
 #   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
 #                                    serve starts it, greedy, default sampling and streamed, with
-#                                    patch 0014 and with ONEBIT_YIELD_EAGER=1 (the engine's
-#                                    worker hand-off), alternating three times on Llama 3 8B Q4_0,
-#                                    in tax.md
+#                                    patch 0014, with ONEBIT_YIELD_EAGER=1 (the engine's worker
+#                                    hand-off), with streamed tokens paced at 16 ms (patch 0016)
+#                                    and through 1bit serve itself, alternating three times on
+#                                    Llama 3 8B Q4_0, in tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -451,7 +452,8 @@ case $stage in
     ;;
   tax)
     synth_models llama3-8b:$llama
-    dev/server_tax.sh "$llama" 3 lazy: eager:ONEBIT_YIELD_EAGER=1 >"$out/tax.md" 2>&1 || true
+    dev/server_tax.sh "$llama" 3 lazy: eager:ONEBIT_YIELD_EAGER=1 pace16:ONEBIT_STREAM_PACE_MS=16 \
+      serve@serve: >"$out/tax.md" 2>&1 || true
     cat "$out/tax.md"
     ;;
   parity)
