@@ -143,19 +143,24 @@
 #                                    recipe, and without it; dflash at 7); and
 #                                    on the trained 1bit-tiny pair (its GGUFs from $MODELS); which
 #                                    configurations answer as the plain target does, in parity.md
+#   dev/gpu_measure.sh mmvq-pdl      patch 0017 on Llama 3 8B Q4_0: ctest's checks with
+#                                    ONEBIT_MMVQ_PDL=3 (test-backend-ops MUL_MAT and the shared
+#                                    whole graphs), llama-bench tg128 with ONEBIT_MMVQ_PDL=0-3
+#                                    alternating twice, pp1-pp8 with 0 and 3, and 1bit bench with 0
+#                                    and 3 (speeds, and whether the greedy answers are the same)
 #   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
-#                                    serve starts it, greedy, default sampling and streamed, with
-#                                    patch 0014, with ONEBIT_YIELD_EAGER=1 (the engine's worker
-#                                    hand-off), with streamed tokens paced at 16 ms (patch 0016)
-#                                    and through 1bit serve itself, alternating three times on
+#                                    serve starts it, greedy, default sampling and streamed, as it
+#                                    is, with streamed tokens paced at 16 ms (patch 0016),
+#                                    sampling on the GPU (-bs) and through 1bit serve itself,
+#                                    alternating three times on
 #                                    Llama 3 8B Q4_0, in tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -189,6 +194,30 @@ synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama
     "$bin/1bit" synth --like "${like%%:*}" --type q4_0 --vocab-dir $vocab -o "${file%.gguf}.part.gguf" >/dev/null
     mv "${file%.gguf}.part.gguf" "$file"
   done
+}
+
+# answers_md BENCH_JSON...: a table of which configurations answered each prompt as "plain" did
+# (the files named NAME-MODEL.json; MODEL names the rows).
+answers_md() {
+  python3 - "$@" <<'PY'
+import json, sys
+print("| model | config | prompt | same as plain | first difference at character |")
+print("| --- | --- | --- | --- | ---: |")
+for path in sys.argv[1:]:
+    answers = {}
+    for a in json.load(open(path))["answers"]:
+        answers.setdefault(a["config"], {})[a["prompt"]] = a["text"]
+    base = answers.get("plain", {})
+    model = path.rsplit("/", 1)[-1].split("-", 1)[1].removesuffix(".json")
+    for config, by_prompt in answers.items():
+        if config == "plain":
+            continue
+        for prompt, text in by_prompt.items():
+            ref = base.get(prompt, "")
+            at = next((i for i, (x, y) in enumerate(zip(text, ref)) if x != y), min(len(text), len(ref)))
+            same = text == ref
+            print(f"| {model} | {config} | {prompt} | {'yes' if same else 'no'} | {'' if same else at} |")
+PY
 }
 
 case $stage in
@@ -450,9 +479,30 @@ case $stage in
     tar -C $tl -cJf "$out/timeline-csv.tar.xz" bench-shared.csv server-shared.csv ./*.log || true
     cat "$md"
     ;;
+  mmvq-pdl)
+    synth_models llama3-8b:$llama
+    (cd build && ctest -R 'mmvq_pdl' --output-on-failure) >"$out/ctest-mmvq-pdl.log" 2>&1 || true
+    tail -n 6 "$out/ctest-mmvq-pdl.log"
+    md=$out/mmvq-pdl.md
+    : >"$md"
+    for round in 1 2; do
+      for m in 0 1 2 3; do
+        echo "ONEBIT_MMVQ_PDL=$m, round $round" >>"$md"
+        env ONEBIT_MMVQ_PDL=$m "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
+      done
+    done
+    for m in 0 3 0 3; do
+      echo "ONEBIT_MMVQ_PDL=$m, a verification's columns" >>"$md"
+      env ONEBIT_MMVQ_PDL=$m "$bin/llama-bench" -m "$llama" -p 1,2,4,8 -n 0 -r 5 -fa 1 -o md 2>&1 | grep -E ' pp[0-9]|error' >>"$md" || true
+    done
+    "$bin/1bit" bench -m "$llama" --config plain= --config pdl-3=ONEBIT_MMVQ_PDL=3 --rounds 2 --prompt-reps 1 --decode-reps 1 \
+      --decode-tokens 64 --json "$out/pdl-8b.json" >"$out/mmvq-pdl-bench.txt" 2>"$out/mmvq-pdl-bench.err" || true
+    answers_md "$out/pdl-8b.json" >>"$md"
+    cat "$md" "$out/mmvq-pdl-bench.txt"
+    ;;
   tax)
     synth_models llama3-8b:$llama
-    dev/server_tax.sh "$llama" 3 lazy: eager:ONEBIT_YIELD_EAGER=1 pace16:ONEBIT_STREAM_PACE_MS=16 \
+    dev/server_tax.sh "$llama" 3 server: pace16:ONEBIT_STREAM_PACE_MS=16 bs:LLAMA_ARG_BACKEND_SAMPLING=1 \
       serve@serve: >"$out/tax.md" 2>&1 || true
     cat "$out/tax.md"
     ;;
@@ -468,25 +518,7 @@ case $stage in
         --config "draft-4=--draft $m/1bit-tiny-draft-6m-q8_0.gguf --draft-max 4" \
         --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 256 --json "$out/parity-tiny.json" >"$out/parity-tiny.txt" 2>"$out/parity-tiny.err" || true
     fi
-    python3 - "$out"/parity-*.json >"$out/parity.md" <<'PY'
-import json, sys
-print("| model | config | prompt | same as plain | first difference at character |")
-print("| --- | --- | --- | --- | ---: |")
-for path in sys.argv[1:]:
-    answers = {}
-    for a in json.load(open(path))["answers"]:
-        answers.setdefault(a["config"], {})[a["prompt"]] = a["text"]
-    base = answers.get("plain", {})
-    model = path.rsplit("parity-", 1)[1].removesuffix(".json")
-    for config, by_prompt in answers.items():
-        if config == "plain":
-            continue
-        for prompt, text in by_prompt.items():
-            ref = base.get(prompt, "")
-            at = next((i for i, (x, y) in enumerate(zip(text, ref)) if x != y), min(len(text), len(ref)))
-            same = text == ref
-            print(f"| {model} | {config} | {prompt} | {'yes' if same else 'no'} | {'' if same else at} |")
-PY
+    answers_md "$out"/parity-*.json >"$out/parity.md"
     cat "$out/parity.md"
     ;;
   spec)
