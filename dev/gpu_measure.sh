@@ -148,12 +148,12 @@
 #                                    whole graphs), llama-bench tg128 with ONEBIT_MMVQ_PDL=0-3
 #                                    alternating twice, pp1-pp8 with 0 and 3, and 1bit bench with 0
 #                                    and 3 (speeds, and whether the greedy answers are the same)
-#   dev/gpu_measure.sh tax           the server's tax on decode, without a tracer
+#   dev/gpu_measure.sh tax [ROUNDS]  the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
 #                                    serve starts it, greedy, default sampling and streamed, as it
 #                                    is, with streamed tokens paced at 16 ms (patch 0016),
 #                                    sampling on the GPU (-bs) and through 1bit serve itself,
-#                                    alternating three times on
+#                                    alternating ROUNDS times (default 3) on
 #                                    Llama 3 8B Q4_0, in tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
@@ -502,7 +502,7 @@ case $stage in
     ;;
   tax)
     synth_models llama3-8b:$llama
-    dev/server_tax.sh "$llama" 3 server: pace16:ONEBIT_STREAM_PACE_MS=16 bs:LLAMA_ARG_BACKEND_SAMPLING=1 \
+    dev/server_tax.sh "$llama" "${2:-3}" server: pace16:ONEBIT_STREAM_PACE_MS=16 bs:LLAMA_ARG_BACKEND_SAMPLING=1 \
       serve@serve: >"$out/tax.md" 2>&1 || true
     cat "$out/tax.md"
     ;;
