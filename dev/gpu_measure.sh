@@ -481,8 +481,6 @@ case $stage in
     ;;
   mmvq-pdl)
     synth_models llama3-8b:$llama
-    (cd build && ctest -R 'mmvq_pdl' --output-on-failure) >"$out/ctest-mmvq-pdl.log" 2>&1 || true
-    tail -n 6 "$out/ctest-mmvq-pdl.log"
     md=$out/mmvq-pdl.md
     : >"$md"
     for round in 1 2; do
@@ -499,6 +497,8 @@ case $stage in
       --decode-tokens 64 --json "$out/pdl-8b.json" >"$out/mmvq-pdl-bench.txt" 2>"$out/mmvq-pdl-bench.err" || true
     answers_md "$out/pdl-8b.json" >>"$md"
     cat "$md" "$out/mmvq-pdl-bench.txt"
+    (cd build && ctest -R 'mmvq_pdl' --output-on-failure) >"$out/ctest-mmvq-pdl.log" 2>&1 || true
+    tail -n 6 "$out/ctest-mmvq-pdl.log"
     ;;
   tax)
     synth_models llama3-8b:$llama
