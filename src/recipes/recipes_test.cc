@@ -222,6 +222,32 @@ TEST(Recipes, TheBuiltInGemvRecipeForDflashAndEagle3) {
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "none", &llama}), "drafter none not in [dflash, eagle3]");
 }
 
+// Patches 0012 and 0017 were measured on an H100 decoding Llama 3 8B Q4_0 without a drafter, each
+// against the engine's way: their recipes stay there (a verification's 2-4 columns were slower with
+// 0017).
+TEST(Recipes, TheBuiltInH100DecodeRecipes) {
+  const std::vector<std::pair<std::string, std::string>> wanted = {
+      {"llama-q4_0-h100-q8_1-shared", "ONEBIT_Q8_1_SHARED"}, {"llama-q4_0-h100-mmvq-pdl-3", "ONEBIT_MMVQ_PDL"}};
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  ModelFacts q4_0 = facts("llama", false, false);
+  q4_0.file_type = 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+  ModelFacts q8_0 = q4_0;
+  q8_0.file_type = 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+  for (const auto& [id, var] : wanted) {
+    const Recipe* r = nullptr;
+    for (const Recipe& b : builtin_recipes().recipes)
+      if (b.id == id) r = &b;
+    ASSERT_NE(r, nullptr) << id;
+    ASSERT_EQ(r->env.size(), 1u) << id;
+    EXPECT_EQ(r->env[0].first, var);
+    EXPECT_EQ(recipe_mismatch(*r, RecipeTarget{"cuda", h100, "none", &q4_0}), "") << id;
+    EXPECT_EQ(recipe_mismatch(*r, RecipeTarget{"cuda", h100, "draft", &q4_0}), "drafter draft not in [none]") << id;
+    EXPECT_EQ(recipe_mismatch(*r, RecipeTarget{"cuda", h100, "none", &q8_0}), "file_type Q8_0 not in [Q4_0]") << id;
+    EXPECT_EQ(recipe_mismatch(*r, RecipeTarget{"cuda", "NVIDIA H200", "none", &q4_0}), "gpu NVIDIA H200 not in [" + h100 + "]")
+        << id;
+  }
+}
+
 // Every built-in recipe that needs CUDA was measured on one GPU model and says which.
 TEST(Recipes, BuiltInCudaRecipesNameTheirGpu) {
   int cuda = 0;
