@@ -143,11 +143,11 @@
 #                                    recipe, and without it; dflash at 7); and
 #                                    on the trained 1bit-tiny pair (its GGUFs from $MODELS); which
 #                                    configurations answer as the plain target does, in parity.md
-#   dev/gpu_measure.sh mmvq-pdl      patch 0017 on Llama 3 8B Q4_0: ctest's checks with
-#                                    ONEBIT_MMVQ_PDL=3 (test-backend-ops MUL_MAT and the shared
-#                                    whole graphs), llama-bench tg128 with ONEBIT_MMVQ_PDL=0-3
-#                                    alternating twice, pp1-pp8 with 0 and 3, and 1bit bench with 0
-#                                    and 3 (speeds, and whether the greedy answers are the same)
+#   dev/gpu_measure.sh mmvq-pdl      patch 0017 on Llama 3 8B Q4_0: llama-bench tg128 with
+#                                    ONEBIT_MMVQ_PDL=0-3 alternating twice, pp1-pp8 with 0 and 3,
+#                                    1bit bench with 0 and 3 (speeds, and whether the greedy answers
+#                                    are the same), then ctest's checks with 3 (test-backend-ops
+#                                    MUL_MAT and the shared whole graphs)
 #   dev/gpu_measure.sh tax [ROUNDS]  the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
 #                                    serve starts it, greedy, default sampling and streamed, as it

@@ -35,6 +35,13 @@ ModelFacts facts(const std::string& arch, bool moe, bool h32) {
   return f;
 }
 
+// The built-in recipe with this id; nullptr when there is none.
+const Recipe* builtin(const std::string& id) {
+  for (const Recipe& r : builtin_recipes().recipes)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
 struct Applied {
   std::vector<AppliedRecipe> recipes;
   std::vector<std::string> argv;
@@ -182,10 +189,7 @@ TEST(Recipes, TheBuiltInSetLoads) {
 // The gemv-q4_0 switch was measured on speculative decoding with CUDA: it must not reach a plain
 // launch or the CPU.
 TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
-  const RecipeSet& b = builtin_recipes();
-  const Recipe* gemv = nullptr;
-  for (const Recipe& r : b.recipes)
-    if (r.id == "llama-cuda-draft-onebit-gemv-q4_0-auto") gemv = &r;
+  const Recipe* gemv = builtin("llama-cuda-draft-onebit-gemv-q4_0-auto");
   ASSERT_NE(gemv, nullptr);
   ASSERT_EQ(gemv->env.size(), 1u);
   EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
@@ -209,9 +213,7 @@ TEST(Recipes, TheBuiltInGemvRecipeNeedsADrafterAndCuda) {
 // The dflash and eagle3 drafters have their own measurement of the switch; a draft model and MTP
 // are not covered by it.
 TEST(Recipes, TheBuiltInGemvRecipeForDflashAndEagle3) {
-  const Recipe* gemv = nullptr;
-  for (const Recipe& r : builtin_recipes().recipes)
-    if (r.id == "llama-cuda-dflash-eagle3-onebit-gemv-q4_0-auto") gemv = &r;
+  const Recipe* gemv = builtin("llama-cuda-dflash-eagle3-onebit-gemv-q4_0-auto");
   ASSERT_NE(gemv, nullptr);
   ASSERT_EQ(gemv->env.size(), 1u);
   EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
@@ -234,9 +236,7 @@ TEST(Recipes, TheBuiltInH100DecodeRecipes) {
   ModelFacts q8_0 = q4_0;
   q8_0.file_type = 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
   for (const auto& [id, var] : wanted) {
-    const Recipe* r = nullptr;
-    for (const Recipe& b : builtin_recipes().recipes)
-      if (b.id == id) r = &b;
+    const Recipe* r = builtin(id);
     ASSERT_NE(r, nullptr) << id;
     ASSERT_EQ(r->env.size(), 1u) << id;
     EXPECT_EQ(r->env[0].first, var);
