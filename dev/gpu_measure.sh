@@ -155,12 +155,26 @@
 #                                    sampling on the GPU (-bs) and through 1bit serve itself,
 #                                    alternating ROUNDS times (default 3) on
 #                                    Llama 3 8B Q4_0, in tax.md
+#   dev/gpu_measure.sh top-k         patch 0018 (TOP_K for small k in one read): ctest's checks
+#                                    against the CPU with it and without it (engine_ops_top_k*),
+#                                    test-backend-ops perf of TOP_K on rows of 128256 and 200000
+#                                    with ONEBIT_TOP_K_SMALL=0 and =1 alternating twice
+#                                    (top-k.md), then 1bit bench on Llama 3 8B
+#                                    Q4_0 of the plain target and of dflash at 7 and 15 drafted, each
+#                                    with =0 and =1, 15 also with 1bit's GEMV (=auto) and under the
+#                                    step profile (the profile lines in top-k-profile.txt), and the
+#                                    plain target under the step profile (where the server's step
+#                                    goes beside the decode)
+#   dev/gpu_measure.sh top-k-tax [ROUNDS]
+#                                    the server's tax (dev/server_tax.sh, default 2 rounds) as it is
+#                                    and with sampling on the GPU (-bs), whose top 40 is the op
+#                                    above, with ONEBIT_TOP_K_SMALL=0 and =1, in top-k-tax.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -499,6 +513,40 @@ case $stage in
     cat "$md" "$out/mmvq-pdl-bench.txt"
     (cd build && ctest -R 'mmvq_pdl' --output-on-failure) >"$out/ctest-mmvq-pdl.log" 2>&1 || true
     tail -n 6 "$out/ctest-mmvq-pdl.log"
+    ;;
+  top-k)
+    dflash=$llama_dflash
+    synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
+    (cd build && ctest -R 'engine_ops_top_k' --output-on-failure) >"$out/ctest-top-k.log" 2>&1 || true
+    tail -n 6 "$out/ctest-top-k.log"
+    md=$out/top-k.md
+    : >"$md"
+    for s in 0 1 0 1; do
+      echo "ONEBIT_TOP_K_SMALL=$s" >>"$md"
+      env ONEBIT_TOP_K_SMALL=$s "$bin/engine-test-backend-ops" perf -o TOP_K -b CUDA0 -p 'ne=\[(128256|200000),' 2>&1 | grep -E 'TOP_K|error' >>"$md" || true
+    done
+    p=ONEBIT_STEP_PROFILE=1 d="--dflash $dflash"
+    rm -rf "$out/top-k-logs" && mkdir -p "$out/top-k-logs"
+    "$bin/1bit" bench -m "$llama" --config plain= --config "plain-profiled=$p" \
+      --config "dflash-7-sort=ONEBIT_TOP_K_SMALL=0 $d --draft-max 7" --config "dflash-7=$d --draft-max 7" \
+      --config "dflash-15-sort=ONEBIT_TOP_K_SMALL=0 $d --draft-max 15" --config "dflash-15=$d --draft-max 15" \
+      --config "dflash-15-gemv-sort=ONEBIT_TOP_K_SMALL=0 ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
+      --config "dflash-15-gemv=ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
+      --config "dflash-15-gemv-profiled-sort=$p ONEBIT_TOP_K_SMALL=0 ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
+      --config "dflash-15-gemv-profiled=$p ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
+      --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --log-dir "$out/top-k-logs" \
+      --json "$out/top-k-8b.json" >"$out/top-k-bench.txt" 2>"$out/top-k-bench.err" || true
+    (cd "$out/top-k-logs" && grep -H 'onebit step profile' ./*.log | sed 's/^\.\///; s/:.*onebit step profile: / /') >"$out/top-k-profile.txt" || true
+    tar -C "$out" -cJf "$out/top-k-logs.tar.xz" top-k-logs && rm -rf "$out/top-k-logs"
+    answers_md "$out/top-k-8b.json" >>"$md"
+    cat "$md" "$out/top-k-bench.txt"
+    tail -n 2 "$out/top-k-bench.err"
+    ;;
+  top-k-tax)
+    synth_models llama3-8b:$llama
+    dev/server_tax.sh "$llama" "${2:-2}" server: bs-sort:LLAMA_ARG_BACKEND_SAMPLING=1,ONEBIT_TOP_K_SMALL=0 \
+      bs:LLAMA_ARG_BACKEND_SAMPLING=1 >"$out/top-k-tax.md" 2>&1 || true
+    cat "$out/top-k-tax.md"
     ;;
   tax)
     synth_models llama3-8b:$llama
