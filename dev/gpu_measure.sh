@@ -161,8 +161,9 @@
 #                                    with ONEBIT_TOP_K_SMALL=0 and =1 alternating twice
 #                                    (top-k.md), then 1bit bench on Llama 3 8B
 #                                    Q4_0 of the plain target and of dflash at 7 and 15 drafted, each
-#                                    with =0 and =1, 15 also with 1bit's GEMV (=auto) and under the
-#                                    step profile (the profile lines in top-k-profile.txt), and the
+#                                    with =0 and =1, 15 also with 1bit's GEMV (=auto), under the
+#                                    step profile (the profile lines in top-k-profile.txt) and with
+#                                    the target sampling on the GPU (-bs, profiled), and the
 #                                    plain target under the step profile (where the server's step
 #                                    goes beside the decode)
 #   dev/gpu_measure.sh top-k-tax [ROUNDS]
@@ -534,6 +535,8 @@ case $stage in
       --config "dflash-15-gemv=ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
       --config "dflash-15-gemv-profiled-sort=$p ONEBIT_TOP_K_SMALL=0 ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
       --config "dflash-15-gemv-profiled=$p ONEBIT_GEMV_Q4_0=auto $d --draft-max 15" \
+      --config "dflash-15-gemv-bs-profiled-sort=$p ONEBIT_TOP_K_SMALL=0 ONEBIT_GEMV_Q4_0=auto $d --draft-max 15 -- -bs" \
+      --config "dflash-15-gemv-bs-profiled=$p ONEBIT_GEMV_Q4_0=auto $d --draft-max 15 -- -bs" \
       --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 --log-dir "$out/top-k-logs" \
       --json "$out/top-k-8b.json" >"$out/top-k-bench.txt" 2>"$out/top-k-bench.err" || true
     (cd "$out/top-k-logs" && grep -H 'onebit step profile' ./*.log | sed 's/^\.\///; s/:.*onebit step profile: / /') >"$out/top-k-profile.txt" || true
