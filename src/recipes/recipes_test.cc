@@ -224,6 +224,22 @@ TEST(Recipes, TheBuiltInGemvRecipeForDflashAndEagle3) {
   EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "none", &llama}), "drafter none not in [dflash, eagle3]");
 }
 
+// On the H100 the switch was measured with a draft model and a dflash drafter, not with eagle3.
+TEST(Recipes, TheBuiltInH100GemvRecipeForDraftAndDflash) {
+  const Recipe* gemv = builtin("llama-cuda-h100-draft-dflash-onebit-gemv-q4_0-auto");
+  ASSERT_NE(gemv, nullptr);
+  ASSERT_EQ(gemv->env.size(), 1u);
+  EXPECT_EQ(gemv->env[0], std::make_pair(std::string("ONEBIT_GEMV_Q4_0"), std::string("auto")));
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  ModelFacts llama = facts("llama", false, false);
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", h100, "draft", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", h100, "dflash", &llama}), "");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", h100, "eagle3", &llama}), "drafter eagle3 not in [draft, dflash]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", h100, "none", &llama}), "drafter none not in [draft, dflash]");
+  EXPECT_EQ(recipe_mismatch(*gemv, RecipeTarget{"cuda", "NVIDIA H200", "dflash", &llama}),
+            "gpu NVIDIA H200 not in [" + h100 + "]");
+}
+
 // Patches 0012 and 0017 were measured on an H100 decoding Llama 3 8B Q4_0 without a drafter, each
 // against the engine's way: their recipes stay there (a verification's 2-4 columns were slower with
 // 0017).
