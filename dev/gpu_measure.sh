@@ -170,12 +170,17 @@
 #                                    the server's tax (dev/server_tax.sh, default 2 rounds) as it is
 #                                    and with sampling on the GPU (-bs), whose top 40 is the op
 #                                    above, with ONEBIT_TOP_K_SMALL=0 and =1, in top-k-tax.md
+#   dev/gpu_measure.sh invariance    which products give column 0 of a batch of 2-16 columns the
+#                                    bits of a one-column call (test-backend-ops COL0_INVARIANT:
+#                                    Q4_0, Q8_0 and F16 products, gate/up with SwiGLU, a product
+#                                    with a residual), as the engine runs them, with 1bit's GEMV
+#                                    (=auto) and with the engine's fusions off, in invariance.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -544,6 +549,15 @@ case $stage in
     answers_md "$out/top-k-8b.json" >>"$md"
     cat "$md" "$out/top-k-bench.txt"
     tail -n 2 "$out/top-k-bench.err"
+    ;;
+  invariance)
+    md=$out/invariance.md
+    : >"$md"
+    for sw in "" ONEBIT_GEMV_Q4_0=auto GGML_CUDA_DISABLE_FUSION=1; do
+      echo "== ${sw:-as the engine runs them}" >>"$md"
+      env $sw "$bin/engine-test-backend-ops" test -o COL0_INVARIANT -b CUDA0 2>/dev/null | grep -E 'COL0_INVARIANT|tests passed' >>"$md" || true
+    done
+    grep -E '^==|tests passed' "$md"
     ;;
   top-k-tax)
     synth_models llama3-8b:$llama

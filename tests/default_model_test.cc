@@ -203,6 +203,11 @@ TEST(DefaultModel, TheStepProfileAddsUp) {
   expect_phases_add_up(*plain, {"draft", "decode", "sample", "other"});
   EXPECT_EQ(plain->ms["draft"], 0.0);
   EXPECT_GT(plain->ms["decode"], 0.0);
+  // Patch 0019: the sampler and the token's text are parts of the sample phase.
+  ASSERT_TRUE(plain->ms.count("sampler") && plain->ms.count("text"));
+  EXPECT_GT(plain->ms["sampler"], 0.0);
+  EXPECT_GE(plain->ms["text"], 0.0);
+  EXPECT_LE(plain->ms["sampler"] + plain->ms["text"], plain->ms["sample"] + 0.002);
 }
 
 // Patch 0008: the draft model keeps its drafted KV rather than decoding each verification batch
