@@ -173,7 +173,8 @@
 #   dev/gpu_measure.sh invariance    which products give column 0 of a batch of 2-16 columns the
 #                                    bits of a one-column call (test-backend-ops COL0_INVARIANT:
 #                                    Q4_0, Q8_0 and F16 products, gate/up with SwiGLU, a product
-#                                    with a residual), as the engine runs them, with 1bit's GEMV
+#                                    with a residual; flash attention of 2-16 queries against the
+#                                    first alone), as the engine runs them, with 1bit's GEMV
 #                                    (=auto) and with the engine's fusions off, in invariance.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
