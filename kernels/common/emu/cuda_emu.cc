@@ -103,7 +103,7 @@ struct WarpSlot {
   int in[10] = {};   // shfl: the value; mma: a0..a3, b0, b1, c0..c3
   float fin[10] = {};  // the same for float operands
   float f = 0;       // shfl of a float: the value
-  int mask = 0;      // shfl: the lane mask
+  int mask = 0;      // shfl: the lane mask (xor), the source lane (idx) or the distance (up)
   int out[4] = {};
   float fout4[4] = {};
   float fout = 0;
@@ -125,7 +125,8 @@ float float_of(uint32_t u) {
   return x;
 }
 float tf32_truncated(float x) { return float_of(bits_of(x) & 0xffffe000u); }
-constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4, kSyncWarp = 5, kWgmmaTf32 = 6;
+constexpr int kShflInt = 1, kShflFloat = 2, kMma = 3, kMmaTf32 = 4, kSyncWarp = 5, kWgmmaTf32 = 6, kShflIdx = 7,
+              kShflUp = 8, kBallot = 9;
 
 struct PendingCopy {
   void* dst;
@@ -377,6 +378,19 @@ bool finish_warp_op(int w, int threads) {
       lane(l).out[0] = lane(src).in[0];
       lane(l).fout = lane(src).f;
     }
+  } else if (op == kShflIdx) {
+    for (int l = 0; l < 32; ++l) lane(l).out[0] = lane(lane(l).mask & 31).in[0];
+  } else if (op == kShflUp) {
+    // a lane below the distance keeps its own value
+    for (int l = 0; l < 32; ++l) {
+      const int src = l - lane(l).mask;
+      lane(l).out[0] = lane(src >= 0 ? src : l).in[0];
+    }
+  } else if (op == kBallot) {
+    uint32_t bits = 0;
+    for (int l = 0; l < 32; ++l)
+      if (lane(l).in[0] != 0) bits |= uint32_t{1} << l;
+    for (int l = 0; l < 32; ++l) lane(l).out[0] = static_cast<int>(bits);
   } else if (op == kMma) {
     // A 16x32 (rows g and g+8, k 4t.. and 16+4t..), B 32x8 (column g), C 16x8 (row g and g+8,
     // columns 2t and 2t+1), with g = lane / 4 and t = lane % 4.
@@ -763,6 +777,22 @@ int shfl_xor(int v, int mask) {
   yield(State::kWarpOp);
   return s.out[0];
 }
+
+namespace {
+int warp_op(int op, int v, int mask) {
+  Emulator& e = emu();
+  WarpSlot& s = e.fibers[e.current].slot;
+  s.op = op;
+  s.in[0] = v;
+  s.mask = mask;
+  yield(State::kWarpOp);
+  return s.out[0];
+}
+}  // namespace
+
+int shfl_idx(int v, int src) { return warp_op(kShflIdx, v, src); }
+int shfl_up(int v, unsigned delta) { return warp_op(kShflUp, v, static_cast<int>(delta)); }
+uint32_t ballot(bool pred) { return static_cast<uint32_t>(warp_op(kBallot, pred ? 1 : 0, 0)); }
 
 void mma_tf32_m16n8k8(float (&d)[4], float a0, float a1, float a2, float a3, float b0, float b1, const float (&c)[4]) {
   Emulator& e = emu();

@@ -33,6 +33,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 
 #define CUDA_EMU 1
 
@@ -115,6 +116,11 @@ void* cluster_map_shared(const void* p, int rank);
 void syncwarp();
 float shfl_xor(float v, int mask);
 int shfl_xor(int v, int mask);
+// __shfl_sync (from lane src % 32), __shfl_up_sync (lanes below delta keep their own) and
+// __ballot_sync, over the whole warp.
+int shfl_idx(int v, int src);
+int shfl_up(int v, unsigned delta);
+uint32_t ballot(bool pred);
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 with the PTX ISA's fragment layout.
 void mma_s8_m16n8k32(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1, const int (&c)[4]);
 
@@ -224,6 +230,40 @@ inline int __dp4a(int a, int b, int c) {
 inline void __syncwarp(unsigned = 0xffffffffu) { ::cuda_emu::syncwarp(); }
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
 inline int __shfl_xor_sync(unsigned, int v, int mask) { return ::cuda_emu::shfl_xor(v, mask); }
+inline int __shfl_sync(unsigned, int v, int src) { return ::cuda_emu::shfl_idx(v, src); }
+inline unsigned __shfl_sync(unsigned, unsigned v, int src) {
+  return static_cast<unsigned>(::cuda_emu::shfl_idx(static_cast<int>(v), src));
+}
+inline float __shfl_sync(unsigned m, float v, int src) {
+  unsigned u;
+  std::memcpy(&u, &v, 4);
+  u = __shfl_sync(m, u, src);
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+// 64-bit values move as two 32-bit halves, as the GPU's shfl does them.
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && sizeof(T) == 8>>
+inline T __shfl_sync(unsigned m, T v, int src) {
+  const uint64_t bits = static_cast<uint64_t>(v);
+  const uint64_t lo = __shfl_sync(m, static_cast<unsigned>(bits & 0xffffffffu), src);
+  const uint64_t hi = __shfl_sync(m, static_cast<unsigned>(bits >> 32), src);
+  return static_cast<T>(lo | (hi << 32));
+}
+inline int __shfl_up_sync(unsigned, int v, unsigned delta) { return ::cuda_emu::shfl_up(v, delta); }
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && sizeof(T) == 8>>
+inline T __shfl_up_sync(unsigned, T v, unsigned delta) {
+  const uint64_t bits = static_cast<uint64_t>(v);
+  const uint64_t lo = static_cast<uint32_t>(::cuda_emu::shfl_up(static_cast<int>(bits & 0xffffffffu), delta));
+  const uint64_t hi = static_cast<uint32_t>(::cuda_emu::shfl_up(static_cast<int>(bits >> 32), delta));
+  return static_cast<T>(lo | (hi << 32));
+}
+inline unsigned __ballot_sync(unsigned, bool pred) { return ::cuda_emu::ballot(pred); }
+inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+inline unsigned __float_as_uint(float x) {
+  unsigned u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
 // A double moves as its two 32-bit halves, as on the GPU.
 inline double __shfl_xor_sync(unsigned m, double v, int mask) {
   uint64_t bits;

@@ -114,6 +114,16 @@ __global__ void reduce_double(double* out) {
   out[threadIdx.x] = v;
 }
 
+// Lane l reads lane 31 - l, the lane below it (lane 0 its own), and which lanes are odd; a
+// 64-bit value whose halves differ comes through whole.
+__global__ void indexed_shuffles(uint64_t* from, uint64_t* up, unsigned* odd) {
+  const unsigned l = threadIdx.x % 32;
+  const uint64_t v = (uint64_t{l} << 40) | (0xabc00u + l);
+  from[threadIdx.x] = __shfl_sync(0xffffffffu, v, static_cast<int>(31 - l));
+  up[threadIdx.x] = __shfl_up_sync(0xffffffffu, v, 1);
+  odd[threadIdx.x] = __ballot_sync(0xffffffffu, l % 2 == 1);
+}
+
 __global__ void half_warp_shuffle(float* out) {
   float v = 1.0f;
   if (threadIdx.x < 16) v = __shfl_xor_sync(0xffffffffu, v, 1);
@@ -326,6 +336,18 @@ int main() {
   expect(std::fabs(dsums[0] - (32.0 + 496e-12)) < 1e-14 && std::fabs(dsums[31] - dsums[0]) < 1e-14 &&
              cuda_emu::problems().empty(),
          "doubles shuffle whole");
+  std::vector<uint64_t> from(64), up(64);
+  std::vector<unsigned> odd(64);
+  cuda_emu::clear_problems();
+  LAUNCH(indexed_shuffles, 1, 64, 0, nullptr, from.data(), up.data(), odd.data());
+  bool shuffled = cuda_emu::problems().empty();
+  for (unsigned t = 0; t < 64; ++t) {
+    const unsigned l = t % 32, below = l > 0 ? l - 1 : 0;
+    shuffled = shuffled && from[t] == ((uint64_t{31 - l} << 40) | (0xabc00u + 31 - l)) &&
+               up[t] == ((uint64_t{below} << 40) | (0xabc00u + below)) && odd[t] == 0xaaaaaaaau;
+  }
+  expect(shuffled, "__shfl_sync reads the lane named, __shfl_up_sync the lane below (lane 0 its own), __ballot_sync "
+                   "gathers the warp");
   cuda_emu::clear_problems();
   LAUNCH(half_warp_shuffle, 1, 32, 0, nullptr, sums.data());
   expect(problem_mentions("warp-wide"), "a shuffle half the warp skips is reported");
