@@ -768,17 +768,8 @@ float shfl_xor(float v, int mask) {
   return s.fout;
 }
 
-int shfl_xor(int v, int mask) {
-  Emulator& e = emu();
-  WarpSlot& s = e.fibers[e.current].slot;
-  s.op = kShflInt;
-  s.in[0] = v;
-  s.mask = mask;
-  yield(State::kWarpOp);
-  return s.out[0];
-}
-
 namespace {
+// A warp-wide operation on one int a lane, with its lane mask, source lane or distance.
 int warp_op(int op, int v, int mask) {
   Emulator& e = emu();
   WarpSlot& s = e.fibers[e.current].slot;
@@ -790,6 +781,7 @@ int warp_op(int op, int v, int mask) {
 }
 }  // namespace
 
+int shfl_xor(int v, int mask) { return warp_op(kShflInt, v, mask); }
 int shfl_idx(int v, int src) { return warp_op(kShflIdx, v, src); }
 int shfl_up(int v, unsigned delta) { return warp_op(kShflUp, v, static_cast<int>(delta)); }
 uint32_t ballot(bool pred) { return static_cast<uint32_t>(warp_op(kBallot, pred ? 1 : 0, 0)); }
