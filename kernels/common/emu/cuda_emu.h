@@ -241,21 +241,22 @@ inline float __shfl_sync(unsigned m, float v, int src) {
   std::memcpy(&v, &u, 4);
   return v;
 }
-// 64-bit values move as two 32-bit halves, as the GPU's shfl does them.
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && sizeof(T) == 8>>
-inline T __shfl_sync(unsigned m, T v, int src) {
+// 64-bit values move as two 32-bit halves, as the GPU's shfl does them: move32 moves one half.
+template <typename T, typename Move32>
+inline T by_halves(T v, Move32 move32) {
   const uint64_t bits = static_cast<uint64_t>(v);
-  const uint64_t lo = __shfl_sync(m, static_cast<unsigned>(bits & 0xffffffffu), src);
-  const uint64_t hi = __shfl_sync(m, static_cast<unsigned>(bits >> 32), src);
+  const uint64_t lo = static_cast<uint32_t>(move32(static_cast<int>(bits & 0xffffffffu)));
+  const uint64_t hi = static_cast<uint32_t>(move32(static_cast<int>(bits >> 32)));
   return static_cast<T>(lo | (hi << 32));
+}
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && sizeof(T) == 8>>
+inline T __shfl_sync(unsigned, T v, int src) {
+  return by_halves(v, [src](int half) { return ::cuda_emu::shfl_idx(half, src); });
 }
 inline int __shfl_up_sync(unsigned, int v, unsigned delta) { return ::cuda_emu::shfl_up(v, delta); }
 template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && sizeof(T) == 8>>
 inline T __shfl_up_sync(unsigned, T v, unsigned delta) {
-  const uint64_t bits = static_cast<uint64_t>(v);
-  const uint64_t lo = static_cast<uint32_t>(::cuda_emu::shfl_up(static_cast<int>(bits & 0xffffffffu), delta));
-  const uint64_t hi = static_cast<uint32_t>(::cuda_emu::shfl_up(static_cast<int>(bits >> 32), delta));
-  return static_cast<T>(lo | (hi << 32));
+  return by_halves(v, [delta](int half) { return ::cuda_emu::shfl_up(half, delta); });
 }
 inline unsigned __ballot_sync(unsigned, bool pred) { return ::cuda_emu::ballot(pred); }
 inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
