@@ -174,14 +174,26 @@
 #                                    bits of a one-column call (test-backend-ops COL0_INVARIANT:
 #                                    Q4_0, Q8_0 and F16 products, gate/up with SwiGLU, a product
 #                                    with a residual; flash attention of 2-16 queries against the
-#                                    first alone), as the engine runs them, with 1bit's GEMV
-#                                    (=auto) and with the engine's fusions off, in invariance.md
+#                                    first alone, also with the batch's KV 256 cells longer), as
+#                                    the engine runs them, with 1bit's GEMV (=auto), with the
+#                                    engine's fusions off and batch-invariant
+#                                    (ONEBIT_BATCH_INVARIANT=1, patch 0021), in invariance.md
+#   dev/gpu_measure.sh batch-invariant
+#                                    patch 0021: ctest's checks with ONEBIT_BATCH_INVARIANT=1
+#                                    (COL0_INVARIANT for what it covers, MUL_MAT and
+#                                    FLASH_ATTN_EXT against the CPU), llama-bench tg128 and
+#                                    pp1-pp16 with and without it alternating twice, then 1bit
+#                                    bench on Llama 3 8B Q4_0 of the plain target and of the 1B
+#                                    draft model at 7, dflash at 1, 7 and 15 as the recipes run
+#                                    them and batch-invariant (every draft rejected), whose greedy
+#                                    answers are held against the plain target's in the same mode
+#                                    (batch-invariant.md)
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -217,8 +229,8 @@ synth_models() {  # synth_models [SHAPE:FILE ...] (default: the hybrid and Llama
   done
 }
 
-# answers_md BENCH_JSON...: a table of which configurations answered each prompt as "plain" did
-# (the files named NAME-MODEL.json; MODEL names the rows).
+# answers_md BENCH_JSON...: a table of which configurations answered each prompt as "plain" did,
+# those named *-inv as "plain-inv" did (the files named NAME-MODEL.json; MODEL names the rows).
 answers_md() {
   python3 - "$@" <<'PY'
 import json, sys
@@ -228,11 +240,11 @@ for path in sys.argv[1:]:
     answers = {}
     for a in json.load(open(path))["answers"]:
         answers.setdefault(a["config"], {})[a["prompt"]] = a["text"]
-    base = answers.get("plain", {})
     model = path.rsplit("/", 1)[-1].split("-", 1)[1].removesuffix(".json")
     for config, by_prompt in answers.items():
-        if config == "plain":
+        if config in ("plain", "plain-inv"):
             continue
+        base = answers.get("plain-inv" if config.endswith("-inv") else "plain", {})
         for prompt, text in by_prompt.items():
             ref = base.get(prompt, "")
             at = next((i for i, (x, y) in enumerate(zip(text, ref)) if x != y), min(len(text), len(ref)))
@@ -554,11 +566,33 @@ case $stage in
   invariance)
     md=$out/invariance.md
     : >"$md"
-    for sw in "" ONEBIT_GEMV_Q4_0=auto GGML_CUDA_DISABLE_FUSION=1; do
+    for sw in "" ONEBIT_GEMV_Q4_0=auto GGML_CUDA_DISABLE_FUSION=1 ONEBIT_BATCH_INVARIANT=1; do
       echo "== ${sw:-as the engine runs them}" >>"$md"
       env $sw "$bin/engine-test-backend-ops" test -o COL0_INVARIANT -b CUDA0 2>/dev/null | grep -E 'COL0_INVARIANT|tests passed' >>"$md" || true
     done
     grep -E '^==|tests passed' "$md"
+    ;;
+  batch-invariant)
+    dflash=$llama_dflash md=$out/batch-invariant.md
+    synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
+    (cd build && ctest -R 'col0_invariant|batch_invariant' --output-on-failure) >"$out/ctest-batch-invariant.log" 2>&1 || true
+    tail -n 8 "$out/ctest-batch-invariant.log"
+    : >"$md"
+    for sw in "" ONEBIT_BATCH_INVARIANT=1 "" ONEBIT_BATCH_INVARIANT=1; do
+      echo "== ${sw:-as the engine runs}" >>"$md"
+      env $sw "$bin/llama-bench" -m "$llama" -p 1,2,4,8,9,16 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E ' (pp|tg)[0-9]+ |error' >>"$md" || true
+    done
+    inv=ONEBIT_BATCH_INVARIANT=1
+    "$bin/1bit" bench -m "$llama" --config plain= --config "plain-inv=$inv" \
+      --config "draft-7=--draft $draft --draft-max 7" --config "draft-7-inv=$inv --draft $draft --draft-max 7" \
+      --config "dflash-1-inv=$inv --dflash $dflash --draft-max 1" \
+      --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-inv=$inv --dflash $dflash --draft-max 7" \
+      --config "dflash-15=--dflash $dflash --draft-max 15" --config "dflash-15-inv=$inv --dflash $dflash --draft-max 15" \
+      --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
+      --json "$out/invariant-8b.json" >"$out/batch-invariant-bench.txt" 2>"$out/batch-invariant-bench.err" || true
+    answers_md "$out/invariant-8b.json" >>"$md"
+    cat "$md" "$out/batch-invariant-bench.txt"
+    tail -n 2 "$out/batch-invariant-bench.err"
     ;;
   top-k-tax)
     synth_models llama3-8b:$llama

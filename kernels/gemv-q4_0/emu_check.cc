@@ -4,6 +4,8 @@
 // the float64 oracle, give bit-identical results in every order (a difference means a
 // shared-memory race), write every output it owns and trip none of the emulator's checks. The
 // tensor-core variants are checked against the PTX ISA's fragment layout as the emulator models it.
+// v5 and v5-narrow must also give every column the bits of a one-column call at any column count
+// (what the engine's batch-invariant mode builds on).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -83,6 +85,31 @@ int main() {
       if (!same) ++failures;
     }
   }
+  int invariance_checks = 0;
+  // Batch invariance: each column of a 1-16-column v5 product, and of a 1-8-column v5-narrow one,
+  // bit for bit the one-column v5 product of that column alone, on every shape the ring takes or
+  // leaves to v2.
+  for (const Shape& s : shapes()) {
+    if (s.large && s.rows * s.k > int64_t{1024} * 4096) continue;
+    const Problem p = make_problem(s.name, s.rows, s.k, kMaxCols, Mode::kNormal, 3);
+    const int64_t nb = s.k / kBlock;
+    std::vector<float> alone(static_cast<size_t>(s.rows * kMaxCols));
+    for (int c = 0; c < kMaxCols; ++c)
+      gemv_v5(p.w.data(), p.x.data() + c * nb, nb, alone.data() + c * s.rows, s.rows, s.k, 1, nullptr);
+    const struct { const char* name; GemvFn run; int max_cols; } invariant[] = {{"v5", gemv_v5, kMaxCols},
+                                                                                 {"v5-narrow", gemv_v5_narrow, 8}};
+    for (const auto& v : invariant)
+      for (int cols = 1; cols <= v.max_cols; ++cols, ++invariance_checks) {
+        std::vector<float> out(static_cast<size_t>(s.rows * cols));
+        v.run(p.w.data(), p.x.data(), nb, out.data(), s.rows, s.k, cols, nullptr);
+        if (std::memcmp(out.data(), alone.data(), out.size() * sizeof(float)) != 0) {
+          std::printf("case %s/%s/n%d/batch-invariant: a column differs from its one-column product\n", v.name,
+                      s.name, cols);
+          ++failures;
+        }
+      }
+  }
+  std::printf("case batch-invariant: %d products of v5 and v5-narrow checked column by column\n", invariance_checks);
   // The engine's choice between v5 and MMVQ against what the H200 measured inside the engine
   // (docs/results.md, 2026-11-30; 9-16 columns against MMQ on the H100, 2026-12-02): v5 was
   // faster from `wins_from` columns on (1024 x 4096: from 9, against MMQ). The rule must never

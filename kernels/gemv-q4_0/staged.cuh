@@ -1,4 +1,4 @@
-// The GEMV's cp.async ring (v3 to v5; v5-narrow in variants/shapes.cu): v2's arithmetic (one int8 mma.m16n8k32 per Q4_0 block of 16 rows x 8
+// The GEMV's cp.async ring (v3 to v5 and v5-narrow): v2's arithmetic (one int8 mma.m16n8k32 per Q4_0 block of 16 rows x 8
 // columns, exact integer sums, one float multiply-add per result) fed the way HBM wants to be
 // read. On the H200 v1 and v2 reached a third of the copy bandwidth: their loads are 2 bytes wide
 // (a Q4_0 block is 18 bytes, so nothing in it is 4-byte aligned) and a warp had only a few hundred

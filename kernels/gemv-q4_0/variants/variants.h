@@ -22,16 +22,14 @@ struct Variant {
 const std::vector<Variant>& variants();
 
 // v1: dp4a, a warp per row; v1-batch4: four blocks a lane in flight (dp4a.cu). v2-wide: v2 with 32
-// rows a CTA (activations read half as often); v5-narrow: v5 with 16 rows (shapes.cu). v6: v5
-// with persistent CTAs (one wave, each walking row tiles with its ring kept filled; persistent.cu).
+// rows a CTA (activations read half as often; shapes.cu). v6: v5 with persistent CTAs (one wave,
+// each walking row tiles with its ring kept filled; persistent.cu).
 cudaError_t gemv_v1(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
 cudaError_t gemv_v1_batch4(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                            int64_t k, int cols, cudaStream_t stream);
 cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
                          int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v5_narrow(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                           int64_t k, int cols, cudaStream_t stream);
 cudaError_t gemv_v6(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
 
