@@ -15,12 +15,13 @@ TEST(ServeOptions, Defaults) {
   EXPECT_EQ(o.load_timeout_s, 600);
   EXPECT_EQ(o.long_from, 2048);
   EXPECT_EQ(o.drafter_kind(), "none");
+  EXPECT_FALSE(o.batch_invariant);
 }
 
 TEST(ServeOptions, ParsesEveryOption) {
   ServeOptions o = parse_serve_options({"-m", "a.gguf", "--host", "0.0.0.0", "--port=9000", "--device", "cpu", "-c",
                                         "4096", "-fa", "-np", "4", "--draft", "d.gguf", "--draft-max", "8",
-                                        "--draft-p-min", "0.5", "--no-recipes", "--dry-run", "--load-timeout", "30",
+                                        "--draft-p-min", "0.5", "--batch-invariant", "--no-recipes", "--dry-run", "--load-timeout", "30",
                                         "--api-key", "k", "--long-model", "l.gguf", "--long-from", "100", "--",
                                         "-ub", "1024"});
   EXPECT_EQ(o.model, "a.gguf");
@@ -33,6 +34,7 @@ TEST(ServeOptions, ParsesEveryOption) {
   EXPECT_EQ(o.drafter_kind(), "draft");
   EXPECT_EQ(o.draft_max, 8);
   EXPECT_EQ(o.draft_p_min, "0.5");
+  EXPECT_TRUE(o.batch_invariant);
   EXPECT_TRUE(o.no_recipes);
   EXPECT_TRUE(o.dry_run);
   EXPECT_EQ(o.load_timeout_s, 30);

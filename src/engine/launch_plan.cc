@@ -156,6 +156,8 @@ LaunchPlan plan_launch(const LaunchInputs& in, const EngineArgs& engine) {
     plan.applied = apply_recipes(*in.recipes, target, engine, a, child_env);
     plan.env_added = child_env.added;
   }
+  // Read by the engine's CUDA backend (patch 0021); after the recipes, which never set it.
+  if (o.batch_invariant) plan.env_added.emplace_back("ONEBIT_BATCH_INVARIANT", "1");
   // A dflash drafter drafts at most a block less its first token: the file's own limit, unless
   // the user or a recipe (a measured length for a pair) chose one.
   if (kind == "dflash") {

@@ -155,6 +155,16 @@ TEST(LaunchPlan, EngineVariablesForWhatServeOwnsAreRemoved) {
   EXPECT_EQ(error_of(f), "--api-prefix after \"--\": serve sets it for the engine; use a reverse proxy in front of 1bit");
 }
 
+TEST(LaunchPlan, BatchInvariantIsTheEnginesSwitch) {
+  Fixture f;
+  EXPECT_TRUE(f.plan("cuda").env_added.empty());
+  f.options.batch_invariant = true;
+  f.options.draft = "small.gguf";
+  const LaunchPlan p = f.plan("cuda", true);
+  EXPECT_EQ(p.env_added, (std::vector<std::pair<std::string, std::string>>{{"ONEBIT_BATCH_INVARIANT", "1"}}));
+  EXPECT_EQ(p.command_line().rfind("ONEBIT_BATCH_INVARIANT=1 /bin/llama-server -m m.gguf", 0), 0u) << p.command_line();
+}
+
 TEST(LaunchPlan, Mtp) {
   Fixture f;
   f.options.mtp = true;

@@ -51,6 +51,10 @@ std::vector<CliOption> serve_option_table(ServeOptions& o) {
          parse_double_option("--draft-p-min", v, 0.0, 1.0);
          o.draft_p_min = v;
        }},
+      {{"--batch-invariant"}, "", "decode every token with the bits it has alone, whatever its batch (greedy\n"
+                                  "answers with a drafter are then exactly those without one; on CUDA other\n"
+                                  "kernels, at a cost in decode speed; the CPU engine always is)",
+       [&o](const std::string&) { o.batch_invariant = true; }},
       {{"--recipes"}, "FILE", "use the recipes in FILE instead of the built-in ones (the user\n"
                               "store's still come first: 1bit recipes --help)",
        text(o.recipes_file)},

@@ -28,6 +28,7 @@ struct ServeOptions {
   std::string mtp_head;  // --mtp FILE: a next-token layer published apart from its model
   std::optional<int64_t> draft_max;
   std::string draft_p_min;  // kept as typed, checked to be in [0, 1]
+  bool batch_invariant = false;  // --batch-invariant: each token's bits independent of its batch
   std::string recipes_file;
   bool no_recipes = false;
   bool dry_run = false;
