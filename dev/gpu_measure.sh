@@ -179,15 +179,15 @@
 #                                    engine's fusions off and batch-invariant
 #                                    (ONEBIT_BATCH_INVARIANT=1, patch 0021), in invariance.md
 #   dev/gpu_measure.sh batch-invariant
-#                                    patch 0021: ctest's checks with ONEBIT_BATCH_INVARIANT=1
-#                                    (COL0_INVARIANT for what it covers, MUL_MAT and
-#                                    FLASH_ATTN_EXT against the CPU), llama-bench tg128 and
-#                                    pp1-pp16 with and without it alternating twice, then 1bit
-#                                    bench on Llama 3 8B Q4_0 of the plain target and of the 1B
-#                                    draft model at 7, dflash at 1, 7 and 15 as the recipes run
-#                                    them and batch-invariant (every draft rejected), whose greedy
-#                                    answers are held against the plain target's in the same mode
-#                                    (batch-invariant.md)
+#                                    patch 0021 on Llama 3 8B Q4_0: 1bit bench of the plain
+#                                    target and of the 1B draft model at 7, dflash at 7 and 15 as
+#                                    the recipes run them and with ONEBIT_BATCH_INVARIANT=1 (and
+#                                    dflash at 1 with it; every draft rejected), whose greedy
+#                                    answers are held against the plain target's in the same mode;
+#                                    llama-bench tg128 and pp1-pp16 without and with it; then
+#                                    ctest's checks with it (COL0_INVARIANT for what it covers,
+#                                    MUL_MAT and FLASH_ATTN_EXT against the CPU), in
+#                                    batch-invariant.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
@@ -575,24 +575,24 @@ case $stage in
   batch-invariant)
     dflash=$llama_dflash md=$out/batch-invariant.md
     synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
-    (cd build && ctest -R 'col0_invariant|batch_invariant' --output-on-failure) >"$out/ctest-batch-invariant.log" 2>&1 || true
-    tail -n 8 "$out/ctest-batch-invariant.log"
-    : >"$md"
-    for sw in "" ONEBIT_BATCH_INVARIANT=1 "" ONEBIT_BATCH_INVARIANT=1; do
-      echo "== ${sw:-as the engine runs}" >>"$md"
-      env $sw "$bin/llama-bench" -m "$llama" -p 1,2,4,8,9,16 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E ' (pp|tg)[0-9]+ |error' >>"$md" || true
-    done
     inv=ONEBIT_BATCH_INVARIANT=1
     "$bin/1bit" bench -m "$llama" --config plain= --config "plain-inv=$inv" \
       --config "draft-7=--draft $draft --draft-max 7" --config "draft-7-inv=$inv --draft $draft --draft-max 7" \
       --config "dflash-1-inv=$inv --dflash $dflash --draft-max 1" \
       --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-inv=$inv --dflash $dflash --draft-max 7" \
       --config "dflash-15=--dflash $dflash --draft-max 15" --config "dflash-15-inv=$inv --dflash $dflash --draft-max 15" \
-      --rounds 2 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
+      --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
       --json "$out/invariant-8b.json" >"$out/batch-invariant-bench.txt" 2>"$out/batch-invariant-bench.err" || true
-    answers_md "$out/invariant-8b.json" >>"$md"
+    answers_md "$out/invariant-8b.json" >"$md"
     cat "$md" "$out/batch-invariant-bench.txt"
     tail -n 2 "$out/batch-invariant-bench.err"
+    for sw in "" $inv; do
+      echo "== ${sw:-as the engine runs}" >>"$md"
+      env $sw "$bin/llama-bench" -m "$llama" -p 1,2,8,16 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E ' (pp|tg)[0-9]+ |error' >>"$md" || true
+    done
+    grep -E '^==| (pp|tg)[0-9]+ ' "$md" || true
+    (cd build && ctest -R 'col0_invariant|batch_invariant' --output-on-failure) >"$out/ctest-batch-invariant.log" 2>&1 || true
+    tail -n 8 "$out/ctest-batch-invariant.log"
     ;;
   top-k-tax)
     synth_models llama3-8b:$llama
