@@ -175,14 +175,15 @@
 #                                    Q4_0, Q8_0 and F16 products, gate/up with SwiGLU, a product
 #                                    with a residual; flash attention of 2-16 queries against the
 #                                    first alone, also with the batch's KV 256 cells longer), as
-#                                    the engine runs them, with 1bit's GEMV (=auto), with the
-#                                    engine's fusions off and batch-invariant
-#                                    (ONEBIT_BATCH_INVARIANT=1, patch 0021), in invariance.md
+#                                    the engine runs them and batch-invariant
+#                                    (ONEBIT_BATCH_INVARIANT=1, patch 0021), with INVARIANCE_MORE
+#                                    set also with 1bit's GEMV (=auto) and with the engine's
+#                                    fusions off, in invariance.md
 #   dev/gpu_measure.sh batch-invariant
 #                                    patch 0021 on Llama 3 8B Q4_0: 1bit bench of the plain
-#                                    target and of the 1B draft model at 7, dflash at 7 and 15 as
-#                                    the recipes run them and with ONEBIT_BATCH_INVARIANT=1 (and
-#                                    dflash at 1 with it; every draft rejected), whose greedy
+#                                    target and of dflash at 15 as the recipes run them and with
+#                                    ONEBIT_BATCH_INVARIANT=1, and with it the 1B draft model and
+#                                    dflash at 7 (every draft rejected), whose greedy
 #                                    answers are held against the plain target's in the same mode;
 #                                    llama-bench tg128 and pp1-pp16 without and with it; then
 #                                    ctest's checks with it (COL0_INVARIANT for what it covers,
@@ -566,7 +567,7 @@ case $stage in
   invariance)
     md=$out/invariance.md
     : >"$md"
-    for sw in "" ONEBIT_GEMV_Q4_0=auto GGML_CUDA_DISABLE_FUSION=1 ONEBIT_BATCH_INVARIANT=1; do
+    for sw in "" ONEBIT_BATCH_INVARIANT=1 ${INVARIANCE_MORE:+ONEBIT_GEMV_Q4_0=auto GGML_CUDA_DISABLE_FUSION=1}; do
       echo "== ${sw:-as the engine runs them}" >>"$md"
       env $sw "$bin/engine-test-backend-ops" test -o COL0_INVARIANT -b CUDA0 2>/dev/null | grep -E 'COL0_INVARIANT|tests passed' >>"$md" || true
     done
@@ -577,10 +578,8 @@ case $stage in
     synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
     inv=ONEBIT_BATCH_INVARIANT=1
     "$bin/1bit" bench -m "$llama" --config plain= --config "plain-inv=$inv" \
-      --config "draft-7=--draft $draft --draft-max 7" --config "draft-7-inv=$inv --draft $draft --draft-max 7" \
-      --config "dflash-1-inv=$inv --dflash $dflash --draft-max 1" \
-      --config "dflash-7=--dflash $dflash --draft-max 7" --config "dflash-7-inv=$inv --dflash $dflash --draft-max 7" \
       --config "dflash-15=--dflash $dflash --draft-max 15" --config "dflash-15-inv=$inv --dflash $dflash --draft-max 15" \
+      --config "draft-7-inv=$inv --draft $draft --draft-max 7" --config "dflash-7-inv=$inv --dflash $dflash --draft-max 7" \
       --rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64 \
       --json "$out/invariant-8b.json" >"$out/batch-invariant-bench.txt" 2>"$out/batch-invariant-bench.err" || true
     answers_md "$out/invariant-8b.json" >"$md"
