@@ -235,6 +235,8 @@ TEST(BenchEngine, ADrafterKeepsTheGreedyAnswersAndShowsItsSteps) {
   EXPECT_GT(draft["step_cost"]["cost"].get<double>(), 0);
   EXPECT_FALSE(rec["summary"]["plain"].contains("tokens-per-step"));
   EXPECT_NE(r.out.find("step cost of draft: "), std::string::npos) << r.out;
+  EXPECT_EQ(draft["same_answers"], json({{"same", 3}, {"of", 3}, {"baseline", "plain"}}));
+  EXPECT_NE(r.out.find("greedy answers of draft: 3 of 3 the same as plain's"), std::string::npos) << r.out;
 }
 
 // Every drafter kind at test size, through serve's own option, on one target per bench run: the

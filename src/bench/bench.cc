@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -276,6 +277,27 @@ std::vector<BenchRecord::StepCost> BenchRecord::step_costs() const {
   return out;
 }
 
+std::vector<BenchRecord::SameAnswers> BenchRecord::same_answers() const {
+  std::vector<SameAnswers> out;
+  if (configs.empty()) return out;
+  const std::string& baseline = configs[0].name;
+  std::map<std::pair<int, std::string>, const std::string*> base;  // (round, prompt) -> text
+  for (const auto& a : answers)
+    if (a.config == baseline) base[{a.round, a.prompt}] = &a.text;
+  for (size_t i = 1; i < configs.size(); ++i) {
+    SameAnswers s{configs[i].name, baseline};
+    for (const auto& a : answers) {
+      if (a.config != s.config) continue;
+      auto b = base.find({a.round, a.prompt});
+      if (b == base.end()) continue;
+      ++s.of;
+      if (*b->second == a.text) ++s.same;
+    }
+    if (s.of > 0) out.push_back(s);
+  }
+  return out;
+}
+
 json BenchRecord::to_json() const {
   json cs = json::array();
   for (const auto& c : configs)
@@ -291,6 +313,8 @@ json BenchRecord::to_json() const {
     }
   for (const auto& sc : step_costs())
     summary[sc.config]["step_cost"] = {{"cost", sc.cost()}, {"step_ms", sc.step_ms}, {"plain", sc.plain}, {"plain_step_ms", sc.plain_ms}};
+  for (const auto& sa : same_answers())
+    summary[sa.config]["same_answers"] = {{"same", sa.same}, {"of", sa.of}, {"baseline", sa.baseline}};
   json as = json::array();
   for (const auto& a : answers) as.push_back({{"config", a.config}, {"round", a.round}, {"prompt", a.prompt}, {"text", a.text}});
   json prompt = {{"tokens", prompt_tokens}};

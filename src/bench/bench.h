@@ -93,6 +93,15 @@ struct BenchRecord {
     double cost() const { return plain_ms > 0 ? step_ms / plain_ms : 0; }
   };
   std::vector<StepCost> step_costs() const;
+  // For each configuration after the first: how many of its greedy answers are the first
+  // configuration's answer to the same prompt in the same round, to the character (a drafter
+  // must not change them; with --batch-invariant not on a GPU either). Only configurations with
+  // answers that the first can be held against.
+  struct SameAnswers {
+    std::string config, baseline;
+    int same = 0, of = 0;
+  };
+  std::vector<SameAnswers> same_answers() const;
 };
 
 using BenchProgress = std::function<void(const std::string&)>;
