@@ -138,6 +138,11 @@
 #                                    1bit serve starts it, with ONEBIT_Q8_1_SHARED=0 and =1 (llama-bench
 #                                    also with GGML_CUDA_PDL=0, the server also with dflash at 15);
 #                                    summaries in timeline.md, two CSVs and the logs compressed
+#   dev/gpu_measure.sh spec-timeline the same timeline of llama-server on Llama 3 8B Q4_0 plain, with
+#                                    dflash at 15 (as 1bit serve's recipes run it, and with
+#                                    --batch-invariant) and dflash at 7: every kind of graph in a
+#                                    speculative step with its kernels, and the copies by size, in
+#                                    spec-timeline.md
 #   dev/gpu_measure.sh parity        greedy answers with a drafter against the plain target's on
 #                                    Llama 3 8B Q4_0 (1B draft model at 7 with 1bit's GEMV, the
 #                                    recipe, and without it; dflash at 7); and
@@ -148,13 +153,14 @@
 #                                    1bit bench with 0 and 3 (speeds, and whether the greedy answers
 #                                    are the same), then ctest's checks with 3 (test-backend-ops
 #                                    MUL_MAT and the shared whole graphs)
-#   dev/gpu_measure.sh tax [ROUNDS]  the server's tax on decode, without a tracer
+#   dev/gpu_measure.sh tax [ROUNDS [VARIANT...]]
+#                                    the server's tax on decode, without a tracer
 #                                    (dev/server_tax.sh): llama-bench tg128 and the server as 1bit
 #                                    serve starts it, greedy, default sampling and streamed, as it
 #                                    is, with streamed tokens paced at 16 ms (patch 0016),
-#                                    sampling on the GPU (-bs) and through 1bit serve itself,
-#                                    alternating ROUNDS times (default 3) on
-#                                    Llama 3 8B Q4_0, in tax.md
+#                                    sampling on the GPU (-bs) and through 1bit serve itself, or
+#                                    the server_tax.sh variants named, alternating ROUNDS times
+#                                    (default 3) on Llama 3 8B Q4_0, in tax.md
 #   dev/gpu_measure.sh top-k         patch 0018 (TOP_K for small k in one read): ctest's checks
 #                                    against the CPU with it and without it (engine_ops_top_k*),
 #                                    test-backend-ops perf of TOP_K on rows of 128256 and 200000
@@ -179,7 +185,7 @@
 #                                    (ONEBIT_BATCH_INVARIANT=1, patch 0021), with INVARIANCE_MORE
 #                                    set also with 1bit's GEMV (=auto) and with the engine's
 #                                    fusions off, in invariance.md
-#   dev/gpu_measure.sh batch-invariant
+#   dev/gpu_measure.sh batch-invariant [checks]
 #                                    patch 0021 on Llama 3 8B Q4_0: 1bit bench of the plain
 #                                    target and of dflash at 15 as the recipes run them and with
 #                                    ONEBIT_BATCH_INVARIANT=1, and with it the 1B draft model and
@@ -188,13 +194,19 @@
 #                                    llama-bench tg128 and pp1-pp16 without and with it; then
 #                                    ctest's checks with it (COL0_INVARIANT for what it covers,
 #                                    MUL_MAT and FLASH_ATTN_EXT against the CPU), in
-#                                    batch-invariant.md
+#                                    batch-invariant.md; with checks, llama-bench (twice each) and
+#                                    ctest only
+#   dev/gpu_measure.sh parity-kinds  greedy answers of the other drafter kinds, batch-invariant
+#                                    (ONEBIT_BATCH_INVARIANT=1), against the plain target's in the
+#                                    same mode: eagle3 at 7 and 15 and n-gram speculation on Llama 3
+#                                    8B Q4_0; the 9B hybrid's MTP layer at 3 (also as the engine runs
+#                                    it) and 7 and a dflash drafter at 7; in parity-kinds.md
 #   dev/gpu_measure.sh spec          speculative decoding through 1bit serve on Llama 3 8B Q4_0 with
 #                                    a Llama 3.2 1B drafter (random weights: acceptance is noise,
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -252,6 +264,33 @@ for path in sys.argv[1:]:
             same = text == ref
             print(f"| {model} | {config} | {prompt} | {'yes' if same else 'no'} | {'' if same else at} |")
 PY
+}
+
+# timeline_lib: dev/timeline's CUPTI recorder built into $tl (a fresh directory).
+timeline_lib() {
+  tl=/tmp/onebit-timeline
+  rm -rf $tl && mkdir -p $tl
+  local cupti
+  cupti=$(find /usr/local/cuda* /opt -name 'libcupti.so*' 2>/dev/null | head -n 1)
+  [ -n "$cupti" ] || { echo "timeline: no libcupti on this machine" >&2; exit 1; }
+  g++ -O2 -shared -fPIC -o $tl/libtimeline.so dev/timeline/timeline.cc -I/usr/local/cuda/include \
+    "$cupti" -Wl,-rpath,"$(dirname "$cupti")"
+}
+# timeline_server NAME EXTRA MD [SUMMARY_OPTS...]: llama-server as 1bit serve starts it for
+# Llama 3 8B Q4_0 (EXTRA: serve's options, or VAR=VALUE words for the engine), recorded while it
+# answers three greedy requests of 128 tokens; the summary is added to MD.
+timeline_server() {
+  local name=$1 extra=$2 md=$3 envs= serve_args= cmd port pid
+  shift 3
+  case $extra in --*) serve_args=$extra ;; *) envs=$extra ;; esac
+  cmd=$("$bin/1bit" serve -m "$llama" $serve_args --dry-run 2>/dev/null | tail -n 1)
+  port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
+  eval "exec env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv $envs $cmd" >$tl/$name.log 2>&1 &
+  pid=$!
+  python3 dev/greedy_requests.py "$port" 128 3 >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
+  kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
+  grep -E '^server (greedy|sampled):|ONEBIT_Q8_1_SHARED:' $tl/$name.log >>"$md" || true
+  python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, ${extra:-as 1bit serve starts it}" "$@" >>"$md" 2>&1 || true
 }
 
 case $stage in
@@ -481,12 +520,8 @@ case $stage in
   timeline)
     dflash=$llama_dflash
     synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
-    tl=/tmp/onebit-timeline md=$out/timeline.md
-    rm -rf $tl && mkdir -p $tl
-    cupti=$(find /usr/local/cuda* /opt -name 'libcupti.so*' 2>/dev/null | head -n 1)
-    [ -n "$cupti" ] || { echo "timeline: no libcupti on this machine" >&2; exit 1; }
-    g++ -O2 -shared -fPIC -o $tl/libtimeline.so dev/timeline/timeline.cc -I/usr/local/cuda/include \
-      "$cupti" -Wl,-rpath,"$(dirname "$cupti")"
+    timeline_lib
+    md=$out/timeline.md
     : >"$md"
     # llama-bench's tg: the engine's decode alone, with patch 0012 and without, and without the
     # engine's programmatic dependent launch.
@@ -496,22 +531,25 @@ case $stage in
         "$bin/llama-bench" -m "$llama" -p 0 -n 64 -r 1 -fa 1 >$tl/$name.log 2>&1 || tail -n 5 $tl/$name.log
       python3 dev/timeline/summary.py $tl/$name.csv --label "llama-bench tg, ${cfg#*=}" >>"$md" 2>&1 || true
     done
-    # The server as 1bit serve starts it, answering three greedy requests of 128 tokens.
     for cfg in "shared=ONEBIT_Q8_1_SHARED=1" "unshared=ONEBIT_Q8_1_SHARED=0" "dflash-15=--dflash $dflash --draft-max 15"; do
-      name=server-${cfg%%=*} extra=${cfg#*=} envs= serve_args=
-      case $extra in --*) serve_args=$extra ;; *) envs=$extra ;; esac
-      cmd=$("$bin/1bit" serve -m "$llama" $serve_args --dry-run 2>/dev/null | tail -n 1)
-      port=$(echo "$cmd" | sed -n 's/.*--port \([0-9]*\).*/\1/p')
-      eval "exec env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv $envs $cmd" >$tl/$name.log 2>&1 &
-      pid=$!
-      python3 dev/greedy_requests.py "$port" 128 3 >>$tl/$name.log 2>&1 || echo "timeline: $name did not answer"
-      kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null || true
-      grep -E '^server (greedy|sampled):|ONEBIT_Q8_1_SHARED:' $tl/$name.log >>"$md" || true
-      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-server, $extra" >>"$md" 2>&1 || true
+      timeline_server "server-${cfg%%=*}" "${cfg#*=}" "$md"
     done
     # Two of the CSVs (a few MB compressed) and every log come back; the rest stay on the machine.
     tar -C $tl -cJf "$out/timeline-csv.tar.xz" bench-shared.csv server-shared.csv ./*.log || true
     cat "$md"
+    ;;
+  spec-timeline)
+    dflash=$llama_dflash
+    synth_models llama3-8b:$llama llama3-8b-dflash:$dflash
+    timeline_lib
+    md=$out/spec-timeline.md
+    : >"$md"
+    for cfg in "plain=" "dflash-15=--dflash $dflash --draft-max 15" "dflash-15-inv=--batch-invariant --dflash $dflash --draft-max 15" \
+      "dflash-7=--dflash $dflash --draft-max 7"; do
+      timeline_server "spec-${cfg%%=*}" "${cfg#*=}" "$md" --every-kind
+    done
+    tar -C $tl -cJf "$out/spec-timeline-logs.tar.xz" ./*.log || true
+    grep -E '^### |^\| [0-9]+ \| [0-9]+ \||^Kernels of' "$md" || true
     ;;
   mmvq-pdl)
     synth_models llama3-8b:$llama
@@ -577,6 +615,8 @@ case $stage in
     dflash=$llama_dflash md=$out/batch-invariant.md
     synth_models llama3-8b:$llama llama3.2-1b:$draft llama3-8b-dflash:$dflash
     inv=ONEBIT_BATCH_INVARIANT=1
+    : >"$md"
+    [ "${2:-}" = checks ] || {
     "$bin/1bit" bench -m "$llama" --config plain= --config "plain-inv=$inv" \
       --config "dflash-15=--dflash $dflash --draft-max 15" --config "dflash-15-inv=$inv --dflash $dflash --draft-max 15" \
       --config "draft-7-inv=$inv --draft $draft --draft-max 7" --config "dflash-7-inv=$inv --dflash $dflash --draft-max 7" \
@@ -585,13 +625,32 @@ case $stage in
     answers_md "$out/invariant-8b.json" >"$md"
     cat "$md" "$out/batch-invariant-bench.txt"
     tail -n 2 "$out/batch-invariant-bench.err"
-    for sw in "" $inv; do
+    }
+    for sw in "" $inv "" $inv; do
       echo "== ${sw:-as the engine runs}" >>"$md"
       env $sw "$bin/llama-bench" -m "$llama" -p 1,2,8,16 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E ' (pp|tg)[0-9]+ |error' >>"$md" || true
     done
     grep -E '^==| (pp|tg)[0-9]+ ' "$md" || true
     (cd build && ctest -R 'col0_invariant|batch_invariant' --output-on-failure) >"$out/ctest-batch-invariant.log" 2>&1 || true
     tail -n 8 "$out/ctest-batch-invariant.log"
+    ;;
+  parity-kinds)
+    # Every draft is rejected (random weights), so every token is column 0 of a verification batch.
+    inv=ONEBIT_BATCH_INVARIANT=1 eagle3=/tmp/llama3-8b-eagle3-q4_0.gguf
+    hybrid_mtp=/tmp/qwen35-9b-mtp-q4_0.gguf hybrid_dflash=/tmp/qwen35-9b-dflash-q4_0.gguf
+    synth_models llama3-8b:$llama llama3-8b-eagle3:$eagle3 qwen35-9b-mtp:$hybrid_mtp qwen35-9b-dflash:$hybrid_dflash
+    opts=(--rounds 1 --prompt-reps 1 --decode-reps 1 --decode-tokens 64)
+    "$bin/1bit" bench -m "$llama" --config "plain-inv=$inv" \
+      --config "eagle3-7-inv=$inv --eagle3 $eagle3 --draft-max 7" --config "eagle3-15-inv=$inv --eagle3 $eagle3 --draft-max 15" \
+      --config "ngram-inv=$inv -- --spec-type ngram-mod" \
+      "${opts[@]}" --json "$out/kinds-8b.json" >"$out/kinds-8b.txt" 2>"$out/kinds-8b.err" || true
+    "$bin/1bit" bench -m "$hybrid_mtp" --config plain= --config "plain-inv=$inv" \
+      --config "mtp-3=--mtp --draft-max 3" --config "mtp-3-inv=$inv --mtp --draft-max 3" \
+      --config "mtp-7-inv=$inv --mtp --draft-max 7" --config "dflash-7-inv=$inv --dflash $hybrid_dflash --draft-max 7" \
+      "${opts[@]}" --json "$out/kinds-9b.json" >"$out/kinds-9b.txt" 2>"$out/kinds-9b.err" || true
+    answers_md "$out"/kinds-*.json >"$out/parity-kinds.md"
+    cat "$out/parity-kinds.md" "$out/kinds-8b.txt" "$out/kinds-9b.txt"
+    tail -n 2 "$out/kinds-8b.err" "$out/kinds-9b.err"
     ;;
   top-k-tax)
     synth_models llama3-8b:$llama
@@ -601,8 +660,9 @@ case $stage in
     ;;
   tax)
     synth_models llama3-8b:$llama
-    dev/server_tax.sh "$llama" "${2:-3}" server: pace16:ONEBIT_STREAM_PACE_MS=16 bs:LLAMA_ARG_BACKEND_SAMPLING=1 \
-      serve@serve: >"$out/tax.md" 2>&1 || true
+    variants=("${@:3}")
+    [ ${#variants[@]} -gt 0 ] || variants=(server: pace16:ONEBIT_STREAM_PACE_MS=16 bs:LLAMA_ARG_BACKEND_SAMPLING=1 serve@serve:)
+    dev/server_tax.sh "$llama" "${2:-3}" "${variants[@]}" >"$out/tax.md" 2>&1 || true
     cat "$out/tax.md"
     ;;
   parity)

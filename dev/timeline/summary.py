@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Where a decode step's time goes, from a timeline.cc CSV.
 
-    summary.py TIMELINE.csv [--label NAME] [--graph-steps-only]
+    summary.py TIMELINE.csv [--label NAME] [--every-kind]
 
 A step is one CUDA graph launch (the kernels that carry its correlation); of those, the steps with
 the most common kernel count are the decode steps (a prompt's or a warm-up's graphs differ). For
 each: the period from one step's first kernel to the next one's, the GPU's busy time (the union of
 its kernels), the gaps inside the graph, the idle time between graphs, and what the CPU called in
 the CUDA runtime between them; then every kernel by its time per step. Medians over the steps.
-Prints markdown.
+With --every-kind, the same kernel table for every other kind of graph launched at least 3 times
+(a speculative step's verification and drafter graphs beside each other), and the host's copies
+to the device and back by size. Prints markdown.
 """
 import argparse
 import collections
@@ -31,10 +33,29 @@ def union_length(intervals):
     return total
 
 
+def kernel_table(steps, total_busy):
+    """Every kernel's median time over the launches of one kind of graph."""
+    per_kernel = collections.defaultdict(list)
+    for st in steps:
+        cls = collections.defaultdict(int)
+        for k in st:
+            cls[k[2]] += k[1] - k[0]
+        for name, t in cls.items():
+            per_kernel[name].append(t)
+    print("| kernel | launches a step | us a step | share of busy |")
+    print("| --- | ---: | ---: | ---: |")
+    launches_per = collections.Counter(k[2] for k in steps[len(steps) // 2])
+    for name, ts in sorted(per_kernel.items(), key=lambda kv: -statistics.median(kv[1])):
+        t = statistics.median(ts) / 1000.0
+        print(f"| {name[:90]} | {launches_per.get(name, 0)} | {t:.1f} | {100.0 * t / total_busy:.1f}% |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--label", default="")
+    ap.add_argument("--every-kind", action="store_true")
     args = ap.parse_args()
 
     kernels, copies, apis = [], [], []
@@ -61,7 +82,6 @@ def main():
         sys.exit("summary: fewer than 3 decode steps")
 
     period, span, busy, inside_gap, overlap, idle, host_calls = [], [], [], [], [], [], []
-    per_kernel = collections.defaultdict(list)
     apis.sort()
     api_i = 0
     for i, st in enumerate(steps):
@@ -76,11 +96,6 @@ def main():
             neg += max(-g, 0)
         inside_gap.append(pos)
         overlap.append(neg)
-        cls = collections.defaultdict(int)
-        for k in st:
-            cls[k[2]] += k[1] - k[0]
-        for name, t in cls.items():
-            per_kernel[name].append(t)
         if i + 1 < len(steps):
             nxt = steps[i + 1][0][0]
             period.append(nxt - s0)
@@ -126,14 +141,26 @@ def main():
             print(f"| {n} | {cnt} | {med(ts):.1f} |")
         print()
     print("Kernels, by time a step (median):\n")
-    print("| kernel | launches a step | us a step | share of busy |")
-    print("| --- | ---: | ---: | ---: |")
-    launches_per = collections.Counter(k[2] for k in steps[len(steps) // 2])
-    total_busy = med(busy)
-    for name, ts in sorted(per_kernel.items(), key=lambda kv: -statistics.median(kv[1])):
-        t = med(ts)
-        print(f"| {name[:90]} | {launches_per.get(name, 0)} | {t:.1f} | {100.0 * t / total_busy:.1f}% |")
-    print()
+    kernel_table(steps, med(busy))
+    if args.every_kind:
+        for n, vs in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
+            if n == count_mode or len(vs) < 3:
+                continue
+            vs = sorted((sorted(v) for v in vs), key=lambda v: v[0][0])
+            b = med([union_length([(k[0], k[1]) for k in v]) for v in vs])
+            print(f"Kernels of the {n}-kernel graph ({len(vs)} launches, GPU busy {b:.1f} us), by time a launch (median):\n")
+            kernel_table(vs, b)
+        sizes = collections.defaultdict(list)
+        for c in copies:
+            if c[2] in ("kind1", "kind2"):
+                sizes[("host to device" if c[2] == "kind1" else "device to host", int(c[5]))].append(c[1] - c[0])
+        if sizes:
+            print("Copies by direction and size (all steps):\n")
+            print("| direction | bytes | copies | median us | total us |")
+            print("| --- | ---: | ---: | ---: | ---: |")
+            for (d, nbytes), ts in sorted(sizes.items(), key=lambda kv: -sum(kv[1]))[:12]:
+                print(f"| {d} | {nbytes} | {len(ts)} | {med(ts):.1f} | {sum(ts) / 1000.0:.1f} |")
+            print()
     d2h = [c for c in copies if c[2] == "kind2"]
     if d2h:
         print(f"Device-to-host copies: {len(d2h)}, median {med([c[1] - c[0] for c in d2h]):.1f} us, "
