@@ -263,7 +263,7 @@ std::vector<BenchRecord::StepCost> BenchRecord::step_costs() const {
   std::vector<StepCost> out;
   const BenchConfig* plain = nullptr;
   for (const auto& c : configs)
-    if (values(c.name, "step-time").empty() && !values(c.name, "decode-code").empty()) {
+    if (!drafted(c.name) && !values(c.name, "decode-code").empty()) {
       plain = &c;
       break;
     }

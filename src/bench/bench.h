@@ -84,6 +84,8 @@ struct BenchRecord {
   nlohmann::json to_json() const;
   // Samples of one configuration and metric.
   std::vector<double> values(const std::string& config, const std::string& metric) const;
+  // Whether a configuration drafted: the engine reported speculative steps for it.
+  bool drafted(const std::string& config) const { return !values(config, "step-time").empty(); }
   // A speculative configuration's step cost: the median time of one of its verification steps
   // over the time of one plain decode step (1000 / the median decode speed) of the first
   // configuration that drafts nothing. Empty without such a configuration.
