@@ -17,6 +17,10 @@
 #                                    still brings back every finished stage
 #   dev/gpu_measure.sh quick         the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
+#   dev/gpu_measure.sh gemv-one-col  the one-column GEMVs on the real shapes (cold L2): v7, v7-r16 and
+#                                    v7-r32 (a row a lane) against v5-narrow and the read floor, and
+#                                    against MMVQ where the engine is built (else the driver in
+#                                    .gpu/, built without it), in gemv-one-col.log
 #   dev/gpu_measure.sh ab [VARIANT...]
 #                                    every gdn driver in .gpu (gdn_prefill_driver, and the
 #                                    gdn_prefill_driver_NAME builds of other branches, which may be
@@ -206,7 +210,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline|gemv-one-col"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -354,6 +358,14 @@ case $stage in
     done
     grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
+    ;;
+  gemv-one-col)
+    # The engine's driver where `build` ran (then MMVQ itself, engine_ms, in the same run), else the
+    # standalone one carried in .gpu/ (kernels/common/standalone_driver.sh).
+    d=$bin/gemv_q4_0_driver
+    [ -x "$d" ] || d=.gpu/gemv_q4_0_driver
+    "$d" --bench-mode --reps 10 --variant v5-narrow,v7,v7-r16,v7-r32 --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
+    grep -hE '^(SNR|allclose|copy bandwidth|floor_ms):|^engine_ms: .*/n1 |^case_ms: .*/n1 ' "$out/gemv-one-col.log" || true
     ;;
   ab)
     # Other branches' drivers may come xz-compressed (what is copied to the machine is at most 64 MiB).

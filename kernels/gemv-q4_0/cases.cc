@@ -20,6 +20,7 @@ const std::vector<Shape>& shapes() {
       {"33x160", 33, 160, false},
       {"100x4096", 100, 4096, false},
       {"257x288", 257, 288, false},
+      {"65x768", 65, 768, false},
   };
   return s;
 }

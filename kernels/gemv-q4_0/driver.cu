@@ -1,4 +1,4 @@
-// The GEMV task's driver. Checks the kernel on every case (shape x mode x 1-8 columns, v5 1-16)
+// The GEMV task's driver. Checks the kernel on every case (shape x mode x 1-8 columns, v5 1-16, v7 1)
 // against the float64 oracle, then with --bench-mode times it on the real shapes with cold L2 (several
 // copies of the weights, used in turn), times the engine's own MMVQ on the same data through
 // ggml's backend API in the same run, and prints the contract's lines:
@@ -14,9 +14,9 @@
 //                                           best of 36 kernel shapes): what no GEMV of that
 //                                           shape can beat
 // Every variant (variants/variants.h: the engine's and those that lost) is checked and timed (case
-// names start with its name) unless --variant picks one.
+// names start with its name) unless --variant picks some (names separated by commas).
 //
-//   gemv_q4_0_driver [--bench-mode] [--filter TEXT] [--variant NAME] [--reps N] [--no-engine]
+//   gemv_q4_0_driver [--bench-mode] [--filter TEXT] [--variant NAME[,NAME...]] [--reps N] [--no-engine]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -200,9 +200,10 @@ int main(int argc, char** argv) {
   const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gemv_q4_0_driver");
   std::vector<Variant> selected;
   for (const Variant& v : variants())
-    if (o.variant.empty() || o.variant == v.name) selected.push_back(v);
-  if (selected.empty()) {
-    std::fprintf(stderr, "gemv_q4_0_driver: no variant named %s\n", o.variant.c_str());
+    if (o.variant.empty() || ("," + o.variant + ",").find("," + std::string(v.name) + ",") != std::string::npos)
+      selected.push_back(v);
+  if (selected.empty() || (!o.variant.empty() && selected.size() != static_cast<size_t>(1 + std::count(o.variant.begin(), o.variant.end(), ',')))) {
+    std::fprintf(stderr, "gemv_q4_0_driver: --variant %s names a variant that does not exist\n", o.variant.c_str());
     return 2;
   }
   double min_snr = std::numeric_limits<double>::infinity();

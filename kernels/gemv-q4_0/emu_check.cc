@@ -1,6 +1,6 @@
 // make test's check of the CUDA kernels' own sources, on the CPU: every variant runs under the
 // emulator (kernels/common/emu) on the small shapes and the 1024 x 4096 one, in every mode, with
-// 1 to 8 columns (v5: 16) and the block's threads in three orders. Each must meet the accuracy bar against
+// 1 to 8 columns (v5: 16; v7: 1) and the block's threads in three orders. Each must meet the accuracy bar against
 // the float64 oracle, give bit-identical results in every order (a difference means a
 // shared-memory race), write every output it owns and trip none of the emulator's checks. The
 // tensor-core variants are checked against the PTX ISA's fragment layout as the emulator models it.

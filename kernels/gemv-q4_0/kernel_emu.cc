@@ -4,5 +4,6 @@
 #include "staged.cu"
 #include "variants/dp4a.cu"
 #include "variants/persistent.cu"
+#include "variants/row_lanes.cu"
 #include "variants/shapes.cu"
 #include "variants/variants.cu"

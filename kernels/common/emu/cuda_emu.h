@@ -223,6 +223,13 @@ inline int __vsubss4(int a, int b) {
   }
   return r;
 }
+// Byte i of the result is byte (s >> 4i) & 7 of the eight bytes y:x (x the low four).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t bytes = x | (static_cast<uint64_t>(y) << 32);
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((bytes >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return r;
+}
 inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
   return c;

@@ -391,6 +391,9 @@ int main() {
          "half conversion");
   expect(__vsubss4(0x80017f08, 0x01ff8108) == static_cast<int>(0x80027f00), "__vsubss4 saturates per byte");
   expect(__dp4a(0x01020304, 0x01010101, 10) == 20, "__dp4a");
+  expect(__byte_perm(0x33221100u, 0x77665544u, 0x5432) == 0x55443322u &&
+             __byte_perm(0x33221100u, 0x77665544u, 0x0127) == 0x00112277u,
+         "__byte_perm picks bytes of y:x");
 
   std::vector<float> src(32 * 5), got(64);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);

@@ -17,6 +17,9 @@ const std::vector<Variant>& variants() {
       {"v5", "v4-wide with a 2-stage ring, two CTAs an SM, up to 16 columns", gemv_v5, kMaxCols},
       {"v5-narrow", "v5 with 16 rows a CTA", gemv_v5_narrow},
       {"v6", "v5 with persistent CTAs: one wave, the ring kept filled across row tiles", gemv_v6},
+      {"v7", "one column, a row a lane (8 rows a warp, 4 octets a stage), dp4a on 16-byte shared loads", gemv_v7, 1},
+      {"v7-r16", "v7 with 16 rows a warp, 2 octets a stage", gemv_v7_r16, 1},
+      {"v7-r32", "v7 with 32 rows a warp, 1 octet a stage", gemv_v7_r32, 1},
   };
   return all;
 }

@@ -1,0 +1,226 @@
+// v7, v7-r16, v7-r32: one column, a row a lane, dp4a on whole octets taken out of shared memory
+// 16 bytes at a time. Checked on the emulator; not yet timed on a GPU.
+//
+// At one column (a decode step's every product) the engine's MMVQ reads W at about half the copy
+// bandwidth: 17.0 us on 4096 x 14336 against a read floor of 10.5 us (H200, 2026-11-30). The
+// tensor-core variants are no faster there (v5-narrow 17.1 us): seven of an mma's eight columns
+// are empty, and their fragments come out of shared memory two bytes at a time. This variant asks
+// whether the memory side can come near the floor when the arithmetic is plain dp4a and every load
+// is 16 bytes wide.
+//
+// The unit is an octet: 8 Q4_0 blocks, 144 bytes, exactly nine 16-byte lines, so a row of k
+// values is k / 256 octets and every octet starts 16-byte aligned. Each warp holds kR rows; lane
+// (r, g) = (lane % kR, lane / kR) sums row r over the g-th octet of each group of 32 / kR
+// consecutive octets (a stage). Stages come through a per-warp cp.async ring (as in v4: the warp
+// fills and reads its own ring), copied as the rows' contiguous 16-byte lines; each lane then
+// reads its octet with nine 16-byte shared loads, conflict-free (rows kRowStride bytes apart), and
+// takes the blocks apart in registers: an odd block's quants are word-aligned, an even block's
+// start two bytes into a word and are realigned with byte_perm. The octet's activations (8 Q8_1
+// blocks, 288 contiguous bytes, 16-byte aligned) are read straight from global memory, 16 bytes
+// at a time; every lane of a group reads the same ones. The sum per block is v1's: exact integers
+// from dp4a, then one multiply-add with the two scales.
+//
+// A CTA's warps split k for the same kR rows. Each lane adds its octets in k order, a row's lanes
+// meet in shuffles and the warps in shared memory, always in the same order: the result does not
+// depend on scheduling. Shapes whose rows are not whole groups of octets, or W not 16-byte
+// aligned, go to v1.
+#include <cuda_fp16.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "../kernel.cuh"
+#include "../q4_device.cuh"
+#include "device.cuh"
+#include "variants.h"
+
+namespace gemv {
+namespace row_lanes {  // named: kernel_emu.cc compiles every variant in one unit
+
+constexpr int kOctetBytes = 8 * sizeof(BlockQ4_0);  // 144
+constexpr int kLines = kOctetBytes / 16;            // 9
+
+template <int kR>
+struct Geometry {
+  static constexpr int kGroups = 32 / kR;  // octets of a row in one stage
+  // 16 bytes of padding between rows when a row holds several octets: eight lanes reading 16
+  // bytes each (rows 0-7 of one group) then meet 32 different banks.
+  static constexpr int kRowStride = kGroups * kOctetBytes + (kGroups > 1 ? 16 : 0);
+  static constexpr int kStageBytes = kR * kRowStride;
+  static constexpr int kLanePieces = kR * kGroups * kLines / 32;  // 9: 16-byte copies a lane per stage
+};
+
+template <int kR, int kWarps, int kStages>
+constexpr size_t smem_bytes() {
+  return size_t{kWarps} * kStages * Geometry<kR>::kStageBytes;
+}
+
+__device__ __forceinline__ uint16_t low_half(uint32_t v) { return static_cast<uint16_t>(v & 0xffffu); }
+__device__ __forceinline__ uint16_t high_half(uint32_t v) { return static_cast<uint16_t>(v >> 16); }
+
+// Four blocks (4h..4h+3) of one octet against their activations: wd the octet's 36 words, xw the
+// 36 words of activation blocks 4h..4h+3 (block j at word 9j: its f16 scale in the low half, its
+// quants from word 9j + 1).
+template <int h>
+__device__ __forceinline__ void add_half_octet(float& acc, const uint32_t (&wd)[36], const uint32_t (&xw)[36]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int u = 4 * h + j;  // the block within the octet, at byte 18u
+    float dw;
+    int q[4];
+    if (u % 2 == 1) {  // byte 18u is 2 bytes into word (9u - 1) / 2: scale in its high half, quants aligned
+      dw = half_bits(high_half(wd[(9 * u - 1) / 2]));
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q[i] = static_cast<int>(wd[(9 * u + 1) / 2 + i]);
+    } else {  // byte 18u starts word 9u / 2: scale in its low half, quants 2 bytes into it
+      dw = half_bits(low_half(wd[9 * u / 2]));
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q[i] = static_cast<int>(__byte_perm(wd[9 * u / 2 + i], wd[9 * u / 2 + i + 1], 0x5432));
+    }
+    const int xb = 9 * j;
+    int sumi = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      sumi = __dp4a(low_minus_8(q[i]), static_cast<int>(xw[xb + 1 + i]), sumi);
+      sumi = __dp4a(high_minus_8(q[i]), static_cast<int>(xw[xb + 5 + i]), sumi);
+    }
+    acc += dw * half_bits(low_half(xw[xb])) * static_cast<float>(sumi);
+  }
+}
+
+template <int kR, int kWarps, int kStages>
+__global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes(const BlockQ4_0* __restrict__ w,
+                                                              const BlockQ8_1* __restrict__ x,
+                                                              float* __restrict__ out, int64_t rows, int64_t nb) {
+  using G = Geometry<kR>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = lane % kR, g = lane / kR;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kR;
+
+  DYNAMIC_SHARED(uint4, smem);
+  uint8_t* ring = reinterpret_cast<uint8_t*>(smem) + static_cast<size_t>(warp) * kStages * G::kStageBytes;
+
+  // The warp's stages: a contiguous range of the row's k / (256 * kGroups) stages.
+  const int64_t stages = nb / (8 * G::kGroups);
+  const int64_t per = (stages + kWarps - 1) / kWarps;
+  const int64_t first = warp * per;
+  const int64_t count = first >= stages ? 0 : (stages - first < per ? stages - first : per);
+  constexpr int64_t kStageSrcBytes = int64_t{G::kGroups} * kOctetBytes;  // a stage's bytes of one row
+
+  // This lane's copies: piece i of a stage is line i % (9 kGroups) of row i / (9 kGroups), at a
+  // 32-bit offset from the warp's first stage of row row0 (rows past the end read the last row,
+  // unused).
+  const uint8_t* src0 = reinterpret_cast<const uint8_t*>(w + row0 * nb) + first * kStageSrcBytes;
+  const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(BlockQ4_0));
+  int piece_src[G::kLanePieces], piece_dst[G::kLanePieces];
+#pragma unroll
+  for (int k = 0; k < G::kLanePieces; ++k) {
+    const int i = lane + 32 * k;
+    const int pr = i / (kLines * G::kGroups), p = i % (kLines * G::kGroups);
+    const int64_t row = row0 + pr < rows ? pr : rows - 1 - row0;
+    piece_src[k] = static_cast<int>(row * row_bytes) + 16 * p;
+    piece_dst[k] = pr * G::kRowStride + 16 * p;
+  }
+  auto issue = [&](int64_t j) {
+    if (j < count) {
+      uint8_t* dst = ring + (j % kStages) * G::kStageBytes;
+      const uint8_t* src = src0 + j * kStageSrcBytes;
+#pragma unroll
+      for (int k = 0; k < G::kLanePieces; ++k) copy_async_16(dst + piece_dst[k], src + piece_src[k]);
+    }
+    async_commit();
+  };
+
+  float acc = 0.0f;
+  for (int j = 0; j < kStages - 1; ++j) issue(j);
+  for (int64_t j = 0; j < count; ++j) {
+    issue(j + kStages - 1);
+    // The octet's activations do not wait for the copies: they are asked for first.
+    const int64_t octet = (first + j) * G::kGroups + g;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + 8 * octet);
+    uint32_t xw[36];
+#pragma unroll
+    for (int l = 0; l < 9; ++l) {
+      const uint4 v = xv[l];
+      xw[4 * l] = v.x, xw[4 * l + 1] = v.y, xw[4 * l + 2] = v.z, xw[4 * l + 3] = v.w;
+    }
+    async_wait<kStages - 1>();
+    __syncwarp();  // every lane's pieces of stage j have landed
+    const uint4* line = reinterpret_cast<const uint4*>(ring + (j % kStages) * G::kStageBytes + r * G::kRowStride +
+                                                       g * kOctetBytes);
+    uint32_t wd[36];
+#pragma unroll
+    for (int l = 0; l < kLines; ++l) {
+      const uint4 v = line[l];
+      wd[4 * l] = v.x, wd[4 * l + 1] = v.y, wd[4 * l + 2] = v.z, wd[4 * l + 3] = v.w;
+    }
+    __syncwarp();  // stage j's slot is read before the next iteration fills it again
+    add_half_octet<0>(acc, wd, xw);
+#pragma unroll
+    for (int l = 0; l < 9; ++l) {
+      const uint4 v = xv[9 + l];
+      xw[4 * l] = v.x, xw[4 * l + 1] = v.y, xw[4 * l + 2] = v.z, xw[4 * l + 3] = v.w;
+    }
+    add_half_octet<1>(acc, wd, xw);
+  }
+  async_wait<0>();  // no copy outlives the kernel (a past-the-range stage issues none)
+
+  // Row r's groups, then the warps, in a fixed order.
+#pragma unroll
+  for (int off = kR; off < 32; off <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  __shared__ float partial[kWarps][kR];
+  if (g == 0) partial[warp][r] = acc;
+  __syncthreads();
+  if (threadIdx.x < kR && row0 + threadIdx.x < rows) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) sum += partial[v][threadIdx.x];
+    out[row0 + threadIdx.x] = sum;
+  }
+}
+
+template <int kR, int kWarps, int kStages>
+cudaError_t launch_with(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t nb,
+                        cudaStream_t stream) {
+  auto* kernel = gemv_row_lanes<kR, kWarps, kStages>;
+  constexpr int bytes = static_cast<int>(smem_bytes<kR, kWarps, kStages>());
+  static std::atomic<uint64_t> ready{0};
+  const cudaError_t e = allow_dynamic_shared(kernel, bytes, ready);
+  if (e != cudaSuccess) return e;
+  LAUNCH(kernel, static_cast<unsigned>((rows + kR - 1) / kR), kWarps * 32, bytes, stream, w, x, out, rows, nb);
+  return cudaGetLastError();
+}
+
+// As many warps a CTA as give each about two stages or more: k = 4096 rows (4 stages of 8 rows)
+// take 2, k = 14336 (14 stages) 4, longer rows 8 with a shallower ring so that two CTAs fit an SM.
+template <int kR>
+cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                   int cols, cudaStream_t stream) {
+  if (k % kBlock != 0 || cols != 1 || rows < 1) return cudaErrorInvalidValue;
+  const int64_t nb = k / kBlock;
+  constexpr int kGroupBlocks = 8 * Geometry<kR>::kGroups;
+  if (nb % kGroupBlocks != 0 || nb * static_cast<int64_t>(sizeof(BlockQ4_0)) * kR > INT32_MAX ||
+      reinterpret_cast<uintptr_t>(w) % 16 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return gemv_v1(w, x, x_stride, out, rows, k, cols, stream);
+  const int64_t stages = nb / kGroupBlocks;
+  if (stages >= 24) return launch_with<kR, 8, 2>(w, x, out, rows, nb, stream);
+  if (stages >= 8) return launch_with<kR, 4, 3>(w, x, out, rows, nb, stream);
+  return launch_with<kR, 2, 3>(w, x, out, rows, nb, stream);
+}
+
+}  // namespace row_lanes
+
+cudaError_t gemv_v7(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                    int cols, cudaStream_t stream) {
+  return row_lanes::launch<8>(w, x, x_stride, out, rows, k, cols, stream);
+}
+cudaError_t gemv_v7_r16(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                        int cols, cudaStream_t stream) {
+  return row_lanes::launch<16>(w, x, x_stride, out, rows, k, cols, stream);
+}
+cudaError_t gemv_v7_r32(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
+                        int cols, cudaStream_t stream) {
+  return row_lanes::launch<32>(w, x, x_stride, out, rows, k, cols, stream);
+}
+
+}  // namespace gemv
