@@ -50,35 +50,18 @@ std::vector<int> expected(const float* row, int ncols, int k) {
   return cols;
 }
 
-// top-k.cu's launch: one pass when a row is one block, else a pass and a merge.
-template <int R>
+// The k largest of each row, launched as top-k.cu launches them (top_k_small_launch).
 std::string run(const std::vector<float>& src, int ncols, int nrows, int k, std::vector<int>* dst) {
-  constexpr int NW = TOP_K_SMALL_WARPS;
-  int nblk = 0, chunk = 0;
-  top_k_small_blocks(ncols, &nblk, &chunk);
   dst->assign(static_cast<size_t>(nrows) * k, -1);
-  auto* first = top_k_small_kernel<R, NW, false>;
-  auto* merge = top_k_small_kernel<R, NW, true>;
+  std::vector<uint64_t> part(top_k_small_part_keys(ncols, nrows, k));
   cuda_emu::clear_problems();
-  cudaError_t e;
-  if (nblk == 1) {
-    e = LAUNCH(first, dim3(nrows), dim3(NW * WARP_SIZE), 0, nullptr, src.data(), nullptr, dst->data(), ncols, k, 1, chunk);
-  } else {
-    std::vector<uint64_t> part(static_cast<size_t>(nrows) * nblk * k);
-    e = LAUNCH(first, dim3(nrows * nblk), dim3(NW * WARP_SIZE), 0, nullptr, src.data(), part.data(), nullptr, ncols, k,
-               nblk, chunk);
-    if (e == cudaSuccess)
-      e = LAUNCH(merge, dim3(nrows), dim3(NW * WARP_SIZE), 0, nullptr, part.data(), nullptr, dst->data(), nblk * k, k, 1,
-                 nblk * k);
-  }
+  cudaError_t e = cudaSuccess;
+  auto launch = [&](auto kernel, int ctas, auto... args) {
+    if (e == cudaSuccess) e = LAUNCH(kernel, dim3(ctas), dim3(TOP_K_SMALL_WARPS * WARP_SIZE), 0, nullptr, args...);
+  };
+  top_k_small_launch(launch, src.data(), part.data(), dst->data(), ncols, nrows, k);
   if (e != cudaSuccess) return "launch failed: " + std::to_string(e) + "\n" + cuda_emu::problems();
   return cuda_emu::problems();
-}
-
-std::string run_k(const std::vector<float>& src, int ncols, int nrows, int k, std::vector<int>* dst) {
-  if (k <= 32) return run<1>(src, ncols, nrows, k, dst);
-  if (k <= 64) return run<2>(src, ncols, nrows, k, dst);
-  return run<4>(src, ncols, nrows, k, dst);
 }
 
 struct Case {
@@ -99,7 +82,7 @@ TEST(EngineTopKEmu, TheKLargestInAStableSortsOrder) {
     for (cuda_emu::Order order : {cuda_emu::Order::kForward, cuda_emu::Order::kShuffled}) {
       cuda_emu::set_order(order, 5);
       std::vector<int> got;
-      const std::string problems = run_k(src, c.ncols, c.nrows, c.k, &got);
+      const std::string problems = run(src, c.ncols, c.nrows, c.k, &got);
       ASSERT_EQ(problems, "") << c.ncols << " x " << c.nrows << ", k " << c.k;
       for (int r = 0; r < c.nrows; ++r) {
         const std::vector<int> want = expected(src.data() + static_cast<size_t>(r) * c.ncols, c.ncols, c.k);
