@@ -17,8 +17,9 @@
 #                                    still brings back every finished stage
 #   dev/gpu_measure.sh quick         the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
-#   dev/gpu_measure.sh gemv-one-col  the one-column GEMVs on the real shapes (cold L2): v7, v7-r16 and
-#                                    v7-r32 (a row a lane) against v5-narrow and the read floor, and
+#   dev/gpu_measure.sh gemv-one-col  the one-column GEMVs on the real shapes (cold L2): v7, v7-r16,
+#                                    v7-r32 (a row a lane, through a ring) and v7-direct,
+#                                    v7-r32-direct (no ring) against v5-narrow and the read floor, and
 #                                    against MMVQ where the engine is built (else the driver in
 #                                    .gpu/, built without it), in gemv-one-col.log
 #   dev/gpu_measure.sh ab [VARIANT...]
@@ -364,7 +365,7 @@ case $stage in
     # standalone one carried in .gpu/ (kernels/common/standalone_driver.sh).
     d=$bin/gemv_q4_0_driver
     [ -x "$d" ] || d=.gpu/gemv_q4_0_driver
-    "$d" --bench-mode --reps 10 --variant v5-narrow,v7,v7-r16,v7-r32 --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
+    "$d" --bench-mode --reps 10 --variant v5-narrow,v7,v7-r16,v7-r32,v7-direct,v7-r32-direct --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
     grep -hE '^(SNR|allclose|copy bandwidth|floor_ms):|^engine_ms: .*/n1 |^case_ms: .*/n1 ' "$out/gemv-one-col.log" || true
     ;;
   ab)

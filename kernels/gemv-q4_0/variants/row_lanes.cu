@@ -1,5 +1,6 @@
 // v7, v7-r16, v7-r32: one column, a row a lane, dp4a on whole octets taken out of shared memory
-// 16 bytes at a time. Checked on the emulator; not yet timed on a GPU.
+// 16 bytes at a time; v7-direct and v7-r32-direct load them straight from global memory. Checked
+// on the emulator; not yet timed on a GPU.
 //
 // At one column (a decode step's every product) the engine's MMVQ reads W at about half the copy
 // bandwidth: 17.0 us on 4096 x 14336 against a read floor of 10.5 us (H200, 2026-11-30). The
@@ -88,6 +89,33 @@ __device__ __forceinline__ void add_half_octet(float& acc, const uint32_t (&wd)[
   }
 }
 
+// The octet's activations, 16 bytes at a time: blocks 4h..4h+3 are its bytes 144h..144h+143.
+__device__ __forceinline__ void load_x_half(uint32_t (&xw)[36], const uint4* xv, int h) {
+#pragma unroll
+  for (int l = 0; l < 9; ++l) {
+    const uint4 v = xv[9 * h + l];
+    xw[4 * l] = v.x, xw[4 * l + 1] = v.y, xw[4 * l + 2] = v.z, xw[4 * l + 3] = v.w;
+  }
+}
+
+// Ends a CTA: row r's groups meet in shuffles, then the warps in shared memory, in a fixed order,
+// and the CTA's kR rows are written.
+template <int kR, int kWarps>
+__device__ __forceinline__ void store_rows(float acc, int64_t row0, int64_t rows, float* out) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int off = kR; off < 32; off <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  __shared__ float partial[kWarps][kR];
+  if (lane < kR) partial[warp][lane] = acc;
+  __syncthreads();
+  if (threadIdx.x < kR && row0 + threadIdx.x < rows) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) sum += partial[v][threadIdx.x];
+    out[row0 + threadIdx.x] = sum;
+  }
+}
+
 template <int kR, int kWarps, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes(const BlockQ4_0* __restrict__ w,
                                                               const BlockQ8_1* __restrict__ x,
@@ -136,14 +164,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes(const BlockQ4_0* _
   for (int64_t j = 0; j < count; ++j) {
     issue(j + kStages - 1);
     // The octet's activations do not wait for the copies: they are asked for first.
-    const int64_t octet = (first + j) * G::kGroups + g;
-    const uint4* xv = reinterpret_cast<const uint4*>(x + 8 * octet);
+    const uint4* xv = reinterpret_cast<const uint4*>(x + 8 * ((first + j) * G::kGroups + g));
     uint32_t xw[36];
-#pragma unroll
-    for (int l = 0; l < 9; ++l) {
-      const uint4 v = xv[l];
-      xw[4 * l] = v.x, xw[4 * l + 1] = v.y, xw[4 * l + 2] = v.z, xw[4 * l + 3] = v.w;
-    }
+    load_x_half(xw, xv, 0);
     async_wait<kStages - 1>();
     __syncwarp();  // every lane's pieces of stage j have landed
     const uint4* line = reinterpret_cast<const uint4*>(ring + (j % kStages) * G::kStageBytes + r * G::kRowStride +
@@ -156,27 +179,60 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes(const BlockQ4_0* _
     }
     __syncwarp();  // stage j's slot is read before the next iteration fills it again
     add_half_octet<0>(acc, wd, xw);
-#pragma unroll
-    for (int l = 0; l < 9; ++l) {
-      const uint4 v = xv[9 + l];
-      xw[4 * l] = v.x, xw[4 * l + 1] = v.y, xw[4 * l + 2] = v.z, xw[4 * l + 3] = v.w;
-    }
+    load_x_half(xw, xv, 1);
     add_half_octet<1>(acc, wd, xw);
   }
   async_wait<0>();  // no copy outlives the kernel (a past-the-range stage issues none)
 
-  // Row r's groups, then the warps, in a fixed order.
+  store_rows<kR, kWarps>(acc, row0, rows, out);
+}
+
+// v7-direct: the same lanes, sums and CTA shape, each lane loading its octet straight from global
+// memory (nine 16-byte loads, the next stage's issued before the current one is summed) instead of
+// through a ring. A warp's load then touches 32 rows at once, which the ring's copies avoid: this
+// variant measures what that costs.
+template <int kR, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes_direct(const BlockQ4_0* __restrict__ w,
+                                                                     const BlockQ8_1* __restrict__ x,
+                                                                     float* __restrict__ out, int64_t rows,
+                                                                     int64_t nb) {
+  using G = Geometry<kR>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = lane % kR, g = lane / kR;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kR;
+  const int64_t stages = nb / (8 * G::kGroups);
+  const int64_t per = (stages + kWarps - 1) / kWarps;
+  const int64_t first = warp * per;
+  const int64_t count = first >= stages ? 0 : (stages - first < per ? stages - first : per);
+  const int64_t row = row0 + r < rows ? row0 + r : rows - 1;  // past the end: any real row, unused
+  const uint4* src = reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(w + row * nb) +
+                                                    (first * G::kGroups + g) * kOctetBytes);
+  constexpr int64_t kStageLines = int64_t{G::kGroups} * kLines;  // a stage moves a lane on by this
+
+  float acc = 0.0f;
+  uint4 cur[kLines], next[kLines];
+  if (count > 0) {
 #pragma unroll
-  for (int off = kR; off < 32; off <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  __shared__ float partial[kWarps][kR];
-  if (g == 0) partial[warp][r] = acc;
-  __syncthreads();
-  if (threadIdx.x < kR && row0 + threadIdx.x < rows) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int v = 0; v < kWarps; ++v) sum += partial[v][threadIdx.x];
-    out[row0 + threadIdx.x] = sum;
+    for (int l = 0; l < kLines; ++l) cur[l] = src[l];
   }
+  for (int64_t j = 0; j < count; ++j) {
+    if (j + 1 < count) {
+#pragma unroll
+      for (int l = 0; l < kLines; ++l) next[l] = src[(j + 1) * kStageLines + l];
+    }
+    const uint4* xv = reinterpret_cast<const uint4*>(x + 8 * ((first + j) * G::kGroups + g));
+    uint32_t wd[36], xw[36];
+#pragma unroll
+    for (int l = 0; l < kLines; ++l) wd[4 * l] = cur[l].x, wd[4 * l + 1] = cur[l].y, wd[4 * l + 2] = cur[l].z,
+                                     wd[4 * l + 3] = cur[l].w;
+    load_x_half(xw, xv, 0);
+    add_half_octet<0>(acc, wd, xw);
+    load_x_half(xw, xv, 1);
+    add_half_octet<1>(acc, wd, xw);
+#pragma unroll
+    for (int l = 0; l < kLines; ++l) cur[l] = next[l];
+  }
+  store_rows<kR, kWarps>(acc, row0, rows, out);
 }
 
 template <int kR, int kWarps, int kStages>
@@ -191,9 +247,17 @@ cudaError_t launch_with(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int6
   return cudaGetLastError();
 }
 
+template <int kR, int kWarps>
+cudaError_t launch_direct_with(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t nb,
+                               cudaStream_t stream) {
+  auto* kernel = gemv_row_lanes_direct<kR, kWarps>;
+  LAUNCH(kernel, static_cast<unsigned>((rows + kR - 1) / kR), kWarps * 32, 0, stream, w, x, out, rows, nb);
+  return cudaGetLastError();
+}
+
 // As many warps a CTA as give each about two stages or more: k = 4096 rows (4 stages of 8 rows)
 // take 2, k = 14336 (14 stages) 4, longer rows 8 with a shallower ring so that two CTAs fit an SM.
-template <int kR>
+template <int kR, bool kDirect = false>
 cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                    int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols != 1 || rows < 1) return cudaErrorInvalidValue;
@@ -203,6 +267,11 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
       reinterpret_cast<uintptr_t>(w) % 16 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return gemv_v1(w, x, x_stride, out, rows, k, cols, stream);
   const int64_t stages = nb / kGroupBlocks;
+  if constexpr (kDirect) {
+    if (stages >= 24) return launch_direct_with<kR, 8>(w, x, out, rows, nb, stream);
+    if (stages >= 8) return launch_direct_with<kR, 4>(w, x, out, rows, nb, stream);
+    return launch_direct_with<kR, 2>(w, x, out, rows, nb, stream);
+  }
   if (stages >= 24) return launch_with<kR, 8, 2>(w, x, out, rows, nb, stream);
   if (stages >= 8) return launch_with<kR, 4, 3>(w, x, out, rows, nb, stream);
   return launch_with<kR, 2, 3>(w, x, out, rows, nb, stream);
@@ -221,6 +290,14 @@ cudaError_t gemv_v7_r16(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride
 cudaError_t gemv_v7_r32(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                         int cols, cudaStream_t stream) {
   return row_lanes::launch<32>(w, x, x_stride, out, rows, k, cols, stream);
+}
+cudaError_t gemv_v7_direct(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                           int64_t k, int cols, cudaStream_t stream) {
+  return row_lanes::launch<8, true>(w, x, x_stride, out, rows, k, cols, stream);
+}
+cudaError_t gemv_v7_r32_direct(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
+                               int64_t k, int cols, cudaStream_t stream) {
+  return row_lanes::launch<32, true>(w, x, x_stride, out, rows, k, cols, stream);
 }
 
 }  // namespace gemv

@@ -20,6 +20,8 @@ const std::vector<Variant>& variants() {
       {"v7", "one column, a row a lane (8 rows a warp, 4 octets a stage), dp4a on 16-byte shared loads", gemv_v7, 1},
       {"v7-r16", "v7 with 16 rows a warp, 2 octets a stage", gemv_v7_r16, 1},
       {"v7-r32", "v7 with 32 rows a warp, 1 octet a stage", gemv_v7_r32, 1},
+      {"v7-direct", "v7 loading its octets straight from global memory, no ring", gemv_v7_direct, 1},
+      {"v7-r32-direct", "v7-r32 loading its octets straight from global memory, no ring", gemv_v7_r32_direct, 1},
   };
   return all;
 }
