@@ -279,25 +279,16 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
 
 }  // namespace row_lanes
 
-cudaError_t gemv_v7(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream) {
-  return row_lanes::launch<8>(w, x, x_stride, out, rows, k, cols, stream);
-}
-cudaError_t gemv_v7_r16(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                        int cols, cudaStream_t stream) {
-  return row_lanes::launch<16>(w, x, x_stride, out, rows, k, cols, stream);
-}
-cudaError_t gemv_v7_r32(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                        int cols, cudaStream_t stream) {
-  return row_lanes::launch<32>(w, x, x_stride, out, rows, k, cols, stream);
-}
-cudaError_t gemv_v7_direct(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                           int64_t k, int cols, cudaStream_t stream) {
-  return row_lanes::launch<8, true>(w, x, x_stride, out, rows, k, cols, stream);
-}
-cudaError_t gemv_v7_r32_direct(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                               int64_t k, int cols, cudaStream_t stream) {
-  return row_lanes::launch<32, true>(w, x, x_stride, out, rows, k, cols, stream);
+std::vector<Variant> row_lanes_variants() {
+  return {
+      {"v7", "one column, a row a lane (8 rows a warp, 4 octets a stage), dp4a on 16-byte shared loads",
+       row_lanes::launch<8>, 1},
+      {"v7-r16", "v7 with 16 rows a warp, 2 octets a stage", row_lanes::launch<16>, 1},
+      {"v7-r32", "v7 with 32 rows a warp, 1 octet a stage", row_lanes::launch<32>, 1},
+      {"v7-direct", "v7 loading its octets straight from global memory, no ring", row_lanes::launch<8, true>, 1},
+      {"v7-r32-direct", "v7-r32 loading its octets straight from global memory, no ring", row_lanes::launch<32, true>,
+       1},
+  };
 }
 
 }  // namespace gemv

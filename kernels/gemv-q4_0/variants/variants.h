@@ -34,15 +34,7 @@ cudaError_t gemv_v2_wide(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_strid
                          int64_t k, int cols, cudaStream_t stream);
 cudaError_t gemv_v6(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                     int cols, cudaStream_t stream);
-cudaError_t gemv_v7(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
-                    int cols, cudaStream_t stream);
-cudaError_t gemv_v7_r16(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                        int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v7_r32(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                        int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v7_direct(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                           int64_t k, int cols, cudaStream_t stream);
-cudaError_t gemv_v7_r32_direct(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows,
-                               int64_t k, int cols, cudaStream_t stream);
+// v7 and its shapes (row_lanes.cu), in the order the driver runs them.
+std::vector<Variant> row_lanes_variants();
 
 }  // namespace gemv
