@@ -17,6 +17,8 @@
 #                                    still brings back every finished stage
 #   dev/gpu_measure.sh quick         the drivers built here without the engine
 #                                    (kernels/common/standalone_driver.sh into .gpu/, carried)
+#   dev/gpu_measure.sh checks REGEX  ctest's tests whose names match REGEX (the cuda-labelled checks
+#                                    of the engine's ops), in ctest-checks.log
 #   dev/gpu_measure.sh gemv-one-col  the one-column GEMVs on the real shapes (cold L2): v7, v7-r16,
 #                                    v7-r32 (a row a lane, through a ring) and v7-direct,
 #                                    v7-r32-direct (no ring) against v5-narrow and the read floor, and
@@ -211,7 +213,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline|gemv-one-col"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline|gemv-one-col|checks"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -359,6 +361,10 @@ case $stage in
     done
     grep -hE '^case_ms:' "$out/gdn_prefill_driver-quick.log" | grep -E 't1024-K1|t4096-K8' || true
     grep -hE '^case_ms:' "$out/gemv_q4_0_driver-quick.log" | grep -E '4096x14336' || true
+    ;;
+  checks)
+    (cd build && ctest -R "${2:?usage: gpu_measure.sh checks REGEX}" --output-on-failure) >"$out/ctest-checks.log" 2>&1 || true
+    tail -n 8 "$out/ctest-checks.log"
     ;;
   gemv-one-col)
     # The engine's driver where `build` ran (then MMVQ itself, engine_ms, in the same run), else the
