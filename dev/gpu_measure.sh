@@ -20,8 +20,8 @@
 #   dev/gpu_measure.sh checks REGEX  ctest's tests whose names match REGEX (the cuda-labelled checks
 #                                    of the engine's ops), in ctest-checks.log
 #   dev/gpu_measure.sh gemv-one-col  the one-column GEMVs on the real shapes (cold L2): v7, v7-r16,
-#                                    v7-r32 (a row a lane, through a ring) and v7-direct,
-#                                    v7-r32-direct (no ring) against v5-narrow and the read floor, and
+#                                    v7-r32, v7-w2 (a row a lane, through a ring) and v7-direct,
+#                                    v7-r32-direct (no ring) against v5, v5-narrow and the read floor, and
 #                                    against MMVQ where the engine is built (else the driver in
 #                                    .gpu/, built without it), in gemv-one-col.log
 #   dev/gpu_measure.sh ab [VARIANT...]
@@ -371,7 +371,7 @@ case $stage in
     # standalone one carried in .gpu/ (kernels/common/standalone_driver.sh).
     d=$bin/gemv_q4_0_driver
     [ -x "$d" ] || d=.gpu/gemv_q4_0_driver
-    "$d" --bench-mode --reps 10 --variant v5-narrow,v7,v7-r16,v7-r32,v7-direct,v7-r32-direct --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
+    "$d" --bench-mode --reps 10 --variant v5,v5-narrow,v7,v7-r16,v7-r32,v7-w2,v7-direct,v7-r32-direct --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
     grep -hE '^(SNR|allclose|copy bandwidth|floor_ms):|^engine_ms: .*/n1 |^case_ms: .*/n1 ' "$out/gemv-one-col.log" || true
     ;;
   ab)

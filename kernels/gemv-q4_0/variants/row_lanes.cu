@@ -1,6 +1,13 @@
-// v7, v7-r16, v7-r32: one column, a row a lane, dp4a on whole octets taken out of shared memory
-// 16 bytes at a time; v7-direct and v7-r32-direct load them straight from global memory. Checked
-// on the emulator; not yet timed on a GPU.
+// v7, v7-r16, v7-r32, v7-w2: one column, a row a lane, dp4a on whole octets taken out of shared
+// memory 16 bytes at a time; v7-direct and v7-r32-direct load them straight from global memory.
+//
+// H100, 2026-12-07, cold L2, one column (docs/results.md, "gemv-q4_0 v7"): on the output head
+// 151936 x 4096 v7 takes 120 us, 1.06x the read floor (113 us) and 96% of the copy bandwidth,
+// against v5's 136 (the engine's `auto` choice there) and MMVQ's 159 (with its quantization); on
+// 14336 x 4096 16.4-16.8 us against MMVQ's 18.3 and a floor of 13.4; on 4096 x 14336 17.2-18.6
+// against MMVQ's 17.1 (the floor 13.5: rows of 56 octets split over few CTAs). Without the ring
+// (v7-direct, v7-r32-direct) it is 7-43% slower; 8 warps a CTA lost everywhere (up to 2x on the
+// head), 2 warps (v7-w2) won on the longest rows (5120 x 17408: 24.0 against 25.7 us).
 //
 // At one column (a decode step's every product) the engine's MMVQ reads W at about half the copy
 // bandwidth: 17.0 us on 4096 x 14336 against a read floor of 10.5 us (H200, 2026-11-30). The
@@ -256,8 +263,9 @@ cudaError_t launch_direct_with(const BlockQ4_0* w, const BlockQ8_1* x, float* ou
 }
 
 // As many warps a CTA as give each about two stages or more: k = 4096 rows (4 stages of 8 rows)
-// take 2, k = 14336 (14 stages) 4, longer rows 8 with a shallower ring so that two CTAs fit an SM.
-template <int kR, bool kDirect = false>
+// take 2, k = 14336 (14 stages) 4, longer rows 8 with a shallower ring so that two CTAs fit an SM;
+// kWarpsFixed, where set, at every row length (v7-w2).
+template <int kR, bool kDirect = false, int kWarpsFixed = 0>
 cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, float* out, int64_t rows, int64_t k,
                    int cols, cudaStream_t stream) {
   if (k % kBlock != 0 || cols != 1 || rows < 1) return cudaErrorInvalidValue;
@@ -272,6 +280,8 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
     if (stages >= 8) return launch_direct_with<kR, 4>(w, x, out, rows, nb, stream);
     return launch_direct_with<kR, 2>(w, x, out, rows, nb, stream);
   }
+  if constexpr (kWarpsFixed != 0)
+    return launch_with<kR, kWarpsFixed, kWarpsFixed == 8 ? 2 : 3>(w, x, out, rows, nb, stream);
   if (stages >= 24) return launch_with<kR, 8, 2>(w, x, out, rows, nb, stream);
   if (stages >= 8) return launch_with<kR, 4, 3>(w, x, out, rows, nb, stream);
   return launch_with<kR, 2, 3>(w, x, out, rows, nb, stream);
@@ -285,6 +295,7 @@ std::vector<Variant> row_lanes_variants() {
        row_lanes::launch<8>, 1},
       {"v7-r16", "v7 with 16 rows a warp, 2 octets a stage", row_lanes::launch<16>, 1},
       {"v7-r32", "v7 with 32 rows a warp, 1 octet a stage", row_lanes::launch<32>, 1},
+      {"v7-w2", "v7 with 2 warps a CTA at every row length", row_lanes::launch<8, false, 2>, 1},
       {"v7-direct", "v7 loading its octets straight from global memory, no ring", row_lanes::launch<8, true>, 1},
       {"v7-r32-direct", "v7-r32 loading its octets straight from global memory, no ring", row_lanes::launch<32, true>,
        1},
