@@ -5,7 +5,7 @@
 // 151936 x 4096 v7 takes 120 us, 1.06x the read floor (113 us) and 96% of the copy bandwidth,
 // against v5's 136 (the engine's `auto` choice there) and MMVQ's 159 (with its quantization); on
 // 14336 x 4096 16.4-16.8 us against MMVQ's 18.3 and a floor of 13.4; on 4096 x 14336 17.2-18.6
-// against MMVQ's 17.1 (the floor 13.5: rows of 56 octets split over few CTAs). Without the ring
+// against MMVQ's 17.1 and a floor of 13.5. Without the ring
 // (v7-direct, v7-r32-direct) it is 7-43% slower; 8 warps a CTA lost everywhere (up to 2x on the
 // head), 2 warps (v7-w2) won on the longest rows (5120 x 17408: 24.0 against 25.7 us).
 //
