@@ -198,13 +198,19 @@ int main(int argc, char** argv) {
   // and break the contract's lines that campaign.sh reads.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const kernels::DriverOptions o = kernels::parse_driver_options(argc, argv, "gemv_q4_0_driver");
-  std::vector<Variant> selected;
-  for (const Variant& v : variants())
-    if (o.variant.empty() || ("," + o.variant + ",").find("," + std::string(v.name) + ",") != std::string::npos)
-      selected.push_back(v);
-  if (selected.empty() || (!o.variant.empty() && selected.size() != static_cast<size_t>(1 + std::count(o.variant.begin(), o.variant.end(), ',')))) {
-    std::fprintf(stderr, "gemv_q4_0_driver: --variant %s names a variant that does not exist\n", o.variant.c_str());
-    return 2;
+  std::vector<Variant> selected = variants();
+  if (!o.variant.empty()) {  // the named ones, in the order named
+    selected.clear();
+    for (size_t b = 0, e = 0; b <= o.variant.size(); b = e + 1) {
+      e = std::min(o.variant.find(',', b), o.variant.size());
+      const std::string name = o.variant.substr(b, e - b);
+      auto it = std::find_if(variants().begin(), variants().end(), [&](const Variant& v) { return name == v.name; });
+      if (it == variants().end()) {
+        std::fprintf(stderr, "gemv_q4_0_driver: no variant named '%s'\n", name.c_str());
+        return 2;
+      }
+      selected.push_back(*it);
+    }
   }
   double min_snr = std::numeric_limits<double>::infinity();
   bool all_close = true;

@@ -96,14 +96,26 @@ __device__ __forceinline__ void add_half_octet(float& acc, const uint32_t (&wd)[
   }
 }
 
-// The octet's activations, 16 bytes at a time: blocks 4h..4h+3 are its bytes 144h..144h+143.
-__device__ __forceinline__ void load_x_half(uint32_t (&xw)[36], const uint4* xv, int h) {
+// Nine 16-byte lines (global, shared or registers) as 36 words: an octet of weights, or half an
+// octet's activations (blocks 4h..4h+3 are its bytes 144h..144h+143).
+__device__ __forceinline__ void words_of(uint32_t (&wd)[36], const uint4* lines) {
 #pragma unroll
-  for (int l = 0; l < 9; ++l) {
-    const uint4 v = xv[9 * h + l];
-    xw[4 * l] = v.x, xw[4 * l + 1] = v.y, xw[4 * l + 2] = v.z, xw[4 * l + 3] = v.w;
+  for (int l = 0; l < kLines; ++l) {
+    const uint4 v = lines[l];
+    wd[4 * l] = v.x, wd[4 * l + 1] = v.y, wd[4 * l + 2] = v.z, wd[4 * l + 3] = v.w;
   }
 }
+
+// A CTA's warps split a row's stages into contiguous ranges: this warp's first and how many.
+template <int kWarps>
+struct WarpStages {
+  int64_t first, count;
+  __device__ WarpStages(int64_t stages, int warp) {
+    const int64_t per = (stages + kWarps - 1) / kWarps;
+    first = warp * per;
+    count = first >= stages ? 0 : (stages - first < per ? stages - first : per);
+  }
+};
 
 // Ends a CTA: row r's groups meet in shuffles, then the warps in shared memory, in a fixed order,
 // and the CTA's kR rows are written.
@@ -136,10 +148,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes(const BlockQ4_0* _
   uint8_t* ring = reinterpret_cast<uint8_t*>(smem) + static_cast<size_t>(warp) * kStages * G::kStageBytes;
 
   // The warp's stages: a contiguous range of the row's k / (256 * kGroups) stages.
-  const int64_t stages = nb / (8 * G::kGroups);
-  const int64_t per = (stages + kWarps - 1) / kWarps;
-  const int64_t first = warp * per;
-  const int64_t count = first >= stages ? 0 : (stages - first < per ? stages - first : per);
+  const WarpStages<kWarps> range(nb / (8 * G::kGroups), warp);
+  const int64_t first = range.first, count = range.count;
   constexpr int64_t kStageSrcBytes = int64_t{G::kGroups} * kOctetBytes;  // a stage's bytes of one row
 
   // This lane's copies: piece i of a stage is line i % (9 kGroups) of row i / (9 kGroups), at a
@@ -173,20 +183,15 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes(const BlockQ4_0* _
     // The octet's activations do not wait for the copies: they are asked for first.
     const uint4* xv = reinterpret_cast<const uint4*>(x + 8 * ((first + j) * G::kGroups + g));
     uint32_t xw[36];
-    load_x_half(xw, xv, 0);
+    words_of(xw, xv);
     async_wait<kStages - 1>();
     __syncwarp();  // every lane's pieces of stage j have landed
-    const uint4* line = reinterpret_cast<const uint4*>(ring + (j % kStages) * G::kStageBytes + r * G::kRowStride +
-                                                       g * kOctetBytes);
     uint32_t wd[36];
-#pragma unroll
-    for (int l = 0; l < kLines; ++l) {
-      const uint4 v = line[l];
-      wd[4 * l] = v.x, wd[4 * l + 1] = v.y, wd[4 * l + 2] = v.z, wd[4 * l + 3] = v.w;
-    }
+    words_of(wd, reinterpret_cast<const uint4*>(ring + (j % kStages) * G::kStageBytes + r * G::kRowStride +
+                                                g * kOctetBytes));
     __syncwarp();  // stage j's slot is read before the next iteration fills it again
     add_half_octet<0>(acc, wd, xw);
-    load_x_half(xw, xv, 1);
+    words_of(xw, xv + kLines);
     add_half_octet<1>(acc, wd, xw);
   }
   async_wait<0>();  // no copy outlives the kernel (a past-the-range stage issues none)
@@ -207,10 +212,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes_direct(const Block
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r = lane % kR, g = lane / kR;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kR;
-  const int64_t stages = nb / (8 * G::kGroups);
-  const int64_t per = (stages + kWarps - 1) / kWarps;
-  const int64_t first = warp * per;
-  const int64_t count = first >= stages ? 0 : (stages - first < per ? stages - first : per);
+  const WarpStages<kWarps> range(nb / (8 * G::kGroups), warp);
+  const int64_t first = range.first, count = range.count;
   const int64_t row = row0 + r < rows ? row0 + r : rows - 1;  // past the end: any real row, unused
   const uint4* src = reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(w + row * nb) +
                                                     (first * G::kGroups + g) * kOctetBytes);
@@ -229,12 +232,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_row_lanes_direct(const Block
     }
     const uint4* xv = reinterpret_cast<const uint4*>(x + 8 * ((first + j) * G::kGroups + g));
     uint32_t wd[36], xw[36];
-#pragma unroll
-    for (int l = 0; l < kLines; ++l) wd[4 * l] = cur[l].x, wd[4 * l + 1] = cur[l].y, wd[4 * l + 2] = cur[l].z,
-                                     wd[4 * l + 3] = cur[l].w;
-    load_x_half(xw, xv, 0);
+    words_of(wd, cur);
+    words_of(xw, xv);
     add_half_octet<0>(acc, wd, xw);
-    load_x_half(xw, xv, 1);
+    words_of(xw, xv + kLines);
     add_half_octet<1>(acc, wd, xw);
 #pragma unroll
     for (int l = 0; l < kLines; ++l) cur[l] = next[l];
@@ -262,6 +263,14 @@ cudaError_t launch_direct_with(const BlockQ4_0* w, const BlockQ8_1* x, float* ou
   return cudaGetLastError();
 }
 
+// 8 warps a CTA get a 2-stage ring (two CTAs an SM), fewer a 3-stage one.
+template <int kR, bool kDirect, int kWarps>
+cudaError_t launch_shape(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t nb,
+                         cudaStream_t stream) {
+  if constexpr (kDirect) return launch_direct_with<kR, kWarps>(w, x, out, rows, nb, stream);
+  else return launch_with<kR, kWarps, kWarps == 8 ? 2 : 3>(w, x, out, rows, nb, stream);
+}
+
 // As many warps a CTA as give each about two stages or more: k = 4096 rows (4 stages of 8 rows)
 // take 2, k = 14336 (14 stages) 4, longer rows 8 with a shallower ring so that two CTAs fit an SM;
 // kWarpsFixed, where set, at every row length (v7-w2).
@@ -275,16 +284,10 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ8_1* x, int64_t x_stride, flo
       reinterpret_cast<uintptr_t>(w) % 16 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return gemv_v1(w, x, x_stride, out, rows, k, cols, stream);
   const int64_t stages = nb / kGroupBlocks;
-  if constexpr (kDirect) {
-    if (stages >= 24) return launch_direct_with<kR, 8>(w, x, out, rows, nb, stream);
-    if (stages >= 8) return launch_direct_with<kR, 4>(w, x, out, rows, nb, stream);
-    return launch_direct_with<kR, 2>(w, x, out, rows, nb, stream);
-  }
-  if constexpr (kWarpsFixed != 0)
-    return launch_with<kR, kWarpsFixed, kWarpsFixed == 8 ? 2 : 3>(w, x, out, rows, nb, stream);
-  if (stages >= 24) return launch_with<kR, 8, 2>(w, x, out, rows, nb, stream);
-  if (stages >= 8) return launch_with<kR, 4, 3>(w, x, out, rows, nb, stream);
-  return launch_with<kR, 2, 3>(w, x, out, rows, nb, stream);
+  const int warps = kWarpsFixed != 0 ? kWarpsFixed : stages >= 24 ? 8 : stages >= 8 ? 4 : 2;
+  if (warps == 8) return launch_shape<kR, kDirect, 8>(w, x, out, rows, nb, stream);
+  if (warps == 4) return launch_shape<kR, kDirect, 4>(w, x, out, rows, nb, stream);
+  return launch_shape<kR, kDirect, 2>(w, x, out, rows, nb, stream);
 }
 
 }  // namespace row_lanes
