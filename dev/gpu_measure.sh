@@ -20,10 +20,16 @@
 #   dev/gpu_measure.sh checks REGEX  ctest's tests whose names match REGEX (the cuda-labelled checks
 #                                    of the engine's ops), in ctest-checks.log
 #   dev/gpu_measure.sh gemv-one-col  the one-column GEMVs on the real shapes (cold L2): v7, v7-r16,
-#                                    v7-r32, v7-w2 (a row a lane, through a ring) and v7-direct,
+#                                    v7-r32, v7-w2, v7-r16-l2 (a row a lane, through a ring) and v7-direct,
 #                                    v7-r32-direct (no ring) against v5, v5-narrow and the read floor, and
 #                                    against MMVQ where the engine is built (else the driver in
 #                                    .gpu/, built without it), in gemv-one-col.log
+#   dev/gpu_measure.sh one-col       patch 0022: ctest's one_col checks, tg128 with each
+#                                    ONEBIT_GEMV_ONE_COL setting alternated against MMVQ (and with
+#                                    ONEBIT_Q8_1_SHARED=1), 1bit bench with the answers, in one-col.md
+#   dev/gpu_measure.sh prompt-tax    1bit bench's prompt speed and time to first token with the
+#                                    server's tax patches that switch back (0011, 0014) on and off,
+#                                    and llama-bench pp512, in prompt-tax.txt
 #   dev/gpu_measure.sh ab [VARIANT...]
 #                                    every gdn driver in .gpu (gdn_prefill_driver, and the
 #                                    gdn_prefill_driver_NAME builds of other branches, which may be
@@ -371,8 +377,40 @@ case $stage in
     # standalone one carried in .gpu/ (kernels/common/standalone_driver.sh).
     d=$bin/gemv_q4_0_driver
     [ -x "$d" ] || d=.gpu/gemv_q4_0_driver
-    "$d" --bench-mode --reps 10 --variant v5,v5-narrow,v7,v7-r16,v7-r32,v7-w2,v7-direct,v7-r32-direct --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
+    "$d" --bench-mode --reps 10 --variant v5,v5-narrow,v7,v7-r16,v7-r32,v7-w2,v7-r16-l2,v7-direct,v7-r32-direct --filter /normal/ >"$out/gemv-one-col.log" 2>&1 || true
     grep -hE '^(SNR|allclose|copy bandwidth|floor_ms):|^engine_ms: .*/n1 |^case_ms: .*/n1 ' "$out/gemv-one-col.log" || true
+    ;;
+  one-col)
+    # Patch 0022: v7 in MMVQ's place at one column (ONEBIT_GEMV_ONE_COL), its checks, then tg128
+    # with each setting alternated, and 1bit bench with the answers against MMVQ's.
+    synth_models llama3-8b:$llama
+    (cd build && ctest -R 'one_col' --output-on-failure) >"$out/ctest-one-col.log" 2>&1 || true
+    tail -n 9 "$out/ctest-one-col.log"
+    md=$out/one-col.md
+    : >"$md"
+    for round in 1 2; do
+      for sw in "" ONEBIT_GEMV_ONE_COL=head ONEBIT_GEMV_ONE_COL=v7 ONEBIT_GEMV_ONE_COL=v7-l2 \
+        "ONEBIT_GEMV_ONE_COL=v7 ONEBIT_Q8_1_SHARED=1" ONEBIT_Q8_1_SHARED=1; do
+        echo "${sw:-MMVQ}, round $round" >>"$md"
+        env $sw "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
+      done
+    done
+    "$bin/1bit" bench -m "$llama" --config plain= --config v7=ONEBIT_GEMV_ONE_COL=v7 \
+      --config v7-l2=ONEBIT_GEMV_ONE_COL=v7-l2 --config head=ONEBIT_GEMV_ONE_COL=head --rounds 2 --prompt-reps 1 \
+      --decode-reps 1 --decode-tokens 64 --json "$out/one-col-8b.json" >"$out/one-col-bench.txt" 2>"$out/one-col-bench.err" || true
+    answers_md "$out/one-col-8b.json" >>"$md"
+    cat "$md" "$out/one-col-bench.txt"
+    tail -n 2 "$out/one-col-bench.err"
+    ;;
+  prompt-tax)
+    # Part of the server's tax work that can be switched back (patches 0011 and 0014; 0013 cannot):
+    # prompt speed and time to first token through 1bit serve with the engine's way and with 1bit's.
+    synth_models llama3-8b:$llama
+    "$bin/1bit" bench -m "$llama" --config plain= --config "engine-way=ONEBIT_YIELD_EAGER=1 ONEBIT_SAMPLING_FULL=1" \
+      --rounds 3 --prompt-reps 2 --decode-reps 1 --decode-tokens 64 --json "$out/prompt-tax.json" \
+      >"$out/prompt-tax.txt" 2>"$out/prompt-tax.err" || true
+    "$bin/llama-bench" -m "$llama" -p 512 -n 0 -r 5 -fa 1 -o md 2>&1 | grep -E 'pp512|error' >>"$out/prompt-tax.txt" || true
+    cat "$out/prompt-tax.txt"
     ;;
   ab)
     # Other branches' drivers may come xz-compressed (what is copied to the machine is at most 64 MiB).

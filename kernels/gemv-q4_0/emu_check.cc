@@ -5,7 +5,8 @@
 // shared-memory race), write every output it owns and trip none of the emulator's checks. The
 // tensor-core variants are checked against the PTX ISA's fragment layout as the emulator models it.
 // v5 and v5-narrow must also give every column the bits of a one-column call at any column count
-// (what the engine's batch-invariant mode builds on).
+// (what the engine's batch-invariant mode builds on), and v7's epilogues (the engine's one-column
+// fusions) the bits of its plain sums put through them.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,9 +17,76 @@
 #include "cuda_emu.h"
 #include "kernel.cuh"
 #include "reference.h"
+#include "row_lanes.cuh"
 #include "variants/variants.h"
 
 using namespace gemv;
+
+namespace {
+
+// Epilogues as the engine's fusions use them: a residual (or bias) added, and gate and up with
+// SwiGLU and both biases.
+struct AddBias {
+  static constexpr bool kGated = false;
+  const float* bias;
+  __device__ float operator()(int64_t row, float sum, float) const { return sum + bias[row]; }
+};
+struct SwigluBias {
+  static constexpr bool kGated = true;
+  const float *bias, *gate_bias;
+  __device__ float operator()(int64_t row, float sum, float gate_sum) const {
+    const float g = gate_sum + gate_bias[row];
+    return (sum + bias[row]) * (g / (1.0f + expf(-g)));
+  }
+};
+
+// v7-r16 (the engine's) with each epilogue, in every thread order, against its plain sums of W and
+// of the gate matrix put through the epilogue on the host: the same bits.
+int check_epilogues() {
+  int failures = 0;
+  const cuda_emu::Order orders[] = {cuda_emu::Order::kForward, cuda_emu::Order::kReverse, cuda_emu::Order::kShuffled};
+  const struct { int64_t rows, k; } fused_shapes[] = {{37, 1024}, {100, 4096}, {1024, 4096}, {24, 14336}};
+  for (const auto& fs : fused_shapes) {
+    const Problem up = make_problem("up", fs.rows, fs.k, 1, Mode::kNormal, 5);
+    const Problem gate = make_problem("gate", fs.rows, fs.k, 1, Mode::kNormal, 6);
+    std::vector<float> bias(static_cast<size_t>(fs.rows)), gate_bias(bias.size());
+    for (int64_t r = 0; r < fs.rows; ++r) bias[r] = 0.25f * static_cast<float>(r % 7) - 0.5f, gate_bias[r] = 0.1f * static_cast<float>(r % 5);
+    std::vector<float> plain_up(bias.size()), plain_gate(bias.size());
+    row_lanes::launch<16>(up.w.data(), nullptr, up.x.data(), plain_up.data(), fs.rows, fs.k, row_lanes::Plain{}, false,
+                          nullptr);
+    row_lanes::launch<16>(gate.w.data(), nullptr, up.x.data(), plain_gate.data(), fs.rows, fs.k, row_lanes::Plain{},
+                          false, nullptr);
+    const AddBias add{bias.data()};
+    const SwigluBias glu{bias.data(), gate_bias.data()};
+    std::vector<float> want_add(bias.size()), want_glu(bias.size());
+    for (int64_t r = 0; r < fs.rows; ++r)
+      want_add[r] = add(r, plain_up[r], 0.0f), want_glu[r] = glu(r, plain_up[r], plain_gate[r]);
+    for (cuda_emu::Order order : orders) {
+      cuda_emu::set_order(order, 13);
+      for (int gated = 0; gated < 2; ++gated) {
+        std::vector<float> out(bias.size(), std::nanf(""));
+        cuda_emu::clear_problems();
+        const cudaError_t e =
+            gated ? row_lanes::launch<16>(up.w.data(), gate.w.data(), up.x.data(), out.data(), fs.rows, fs.k, glu,
+                                          true, nullptr)
+                  : row_lanes::launch<16>(up.w.data(), nullptr, up.x.data(), out.data(), fs.rows, fs.k, add, true,
+                                          nullptr);
+        const std::vector<float>& want = gated ? want_glu : want_add;
+        const bool same = e == cudaSuccess && cuda_emu::problems().empty() &&
+                          std::memcmp(out.data(), want.data(), out.size() * sizeof(float)) == 0;
+        std::printf("case v7-r16/%lldx%lld/%s-epilogue: %s\n", static_cast<long long>(fs.rows),
+                    static_cast<long long>(fs.k), gated ? "swiglu" : "add", same ? "same bits" : "DIFFERENT");
+        if (!same) {
+          std::printf("%s%s", e == cudaSuccess ? "" : cudaGetErrorString(e), cuda_emu::problems().c_str());
+          ++failures;
+        }
+      }
+    }
+  }
+  return failures;
+}
+
+}  // namespace
 
 int main() {
   int failures = 0;
@@ -138,6 +206,7 @@ int main() {
       ++failures;
     }
   }
+  failures += check_epilogues();
   std::printf("SNR: %.1f\nallclose: %s\n", min_snr, all_close ? "true" : "false");
   return failures == 0 && all_close ? 0 : 1;
 }
