@@ -24,9 +24,12 @@
 #                                    v7-r32-direct (no ring) against v5, v5-narrow and the read floor, and
 #                                    against MMVQ where the engine is built (else the driver in
 #                                    .gpu/, built without it), in gemv-one-col.log
-#   dev/gpu_measure.sh one-col       patch 0022: ctest's one_col checks, tg128 with each
+#   dev/gpu_measure.sh one-col       patch 0022: ctest's one_col checks of v7 (ONE_COL_CHECKS: a
+#                                    ctest regex for others), tg128 with each
 #                                    ONEBIT_GEMV_ONE_COL setting alternated against MMVQ (and with
 #                                    ONEBIT_Q8_1_SHARED=1), 1bit bench with the answers, in one-col.md
+#   dev/gpu_measure.sh one-col-timeline  every kernel of llama-bench's decode graph (dev/timeline) with
+#                                    MMVQ and with v7, with and without PDL, in one-col-timeline.md
 #   dev/gpu_measure.sh prompt-tax    1bit bench's prompt speed and time to first token with the
 #                                    server's tax patches that switch back (0011, 0014) on and off,
 #                                    and llama-bench pp512, in prompt-tax.txt
@@ -384,7 +387,7 @@ case $stage in
     # Patch 0022: v7 in MMVQ's place at one column (ONEBIT_GEMV_ONE_COL), its checks, then tg128
     # with each setting alternated, and 1bit bench with the answers against MMVQ's.
     synth_models llama3-8b:$llama
-    (cd build && ctest -R 'one_col' --output-on-failure) >"$out/ctest-one-col.log" 2>&1 || true
+    (cd build && ctest -R "${ONE_COL_CHECKS:-one_col_v7\$}" --output-on-failure) >"$out/ctest-one-col.log" 2>&1 || true
     tail -n 9 "$out/ctest-one-col.log"
     md=$out/one-col.md
     : >"$md"
@@ -396,11 +399,27 @@ case $stage in
       done
     done
     "$bin/1bit" bench -m "$llama" --config plain= --config v7=ONEBIT_GEMV_ONE_COL=v7 \
-      --config v7-l2=ONEBIT_GEMV_ONE_COL=v7-l2 --config head=ONEBIT_GEMV_ONE_COL=head --rounds 2 --prompt-reps 1 \
+      --config head=ONEBIT_GEMV_ONE_COL=head --rounds 2 --prompt-reps 1 \
       --decode-reps 1 --decode-tokens 64 --json "$out/one-col-8b.json" >"$out/one-col-bench.txt" 2>"$out/one-col-bench.err" || true
     answers_md "$out/one-col-8b.json" >>"$md"
     cat "$md" "$out/one-col-bench.txt"
     tail -n 2 "$out/one-col-bench.err"
+    ;;
+  one-col-timeline)
+    # Each kernel of llama-bench's decode graph with MMVQ and with v7 (patch 0022), without the
+    # engine's programmatic dependent launch (each kernel's own time) and with it.
+    synth_models llama3-8b:$llama
+    timeline_lib
+    md=$out/one-col-timeline.md
+    : >"$md"
+    for cfg in "mmvq-no-pdl=GGML_CUDA_PDL=0" "v7-no-pdl=GGML_CUDA_PDL=0 ONEBIT_GEMV_ONE_COL=v7" "mmvq=GGML_CUDA_PDL=1" \
+      "v7=ONEBIT_GEMV_ONE_COL=v7"; do
+      name=bench-${cfg%%=*}
+      env LD_PRELOAD=$tl/libtimeline.so ONEBIT_TIMELINE_OUT=$tl/$name.csv ${cfg#*=} \
+        "$bin/llama-bench" -m "$llama" -p 0 -n 64 -r 1 -fa 1 >$tl/$name.log 2>&1 || tail -n 5 $tl/$name.log
+      python3 dev/timeline/summary.py $tl/$name.csv --label "llama-bench tg, ${cfg#*=}" >>"$md" 2>&1 || true
+    done
+    cat "$md"
     ;;
   prompt-tax)
     # Part of the server's tax work that can be switched back (patches 0011 and 0014; 0013 cannot):
