@@ -152,10 +152,12 @@ __device__ __forceinline__ void store_rows(float acc, int64_t row0, int64_t rows
   }
 }
 
+// x and out are not __restrict__: read-only loads of x could otherwise be placed before the wait
+// for the kernel that writes it.
 template <int kR, int kWarps, int kStages, class Epi, bool kL2>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_row_lanes(const BlockQ4_0* __restrict__ w, const BlockQ4_0* __restrict__ gate, const BlockQ8_1* __restrict__ x,
-                   float* __restrict__ out, int64_t rows, int64_t nb, Epi epi) {
+    gemv_row_lanes(const BlockQ4_0* __restrict__ w, const BlockQ4_0* __restrict__ gate, const BlockQ8_1* x, float* out,
+                   int64_t rows, int64_t nb, Epi epi) {
   using G = Geometry<kR>;
   constexpr int kOut = Epi::kGated ? kR / 2 : kR;  // rows of W (and of gate) a CTA stores
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
