@@ -398,8 +398,7 @@ case $stage in
         env $sw "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
       done
     done
-    "$bin/1bit" bench -m "$llama" --config plain= --config v7=ONEBIT_GEMV_ONE_COL=v7 \
-      --config head=ONEBIT_GEMV_ONE_COL=head --rounds 2 --prompt-reps 1 \
+    "$bin/1bit" bench -m "$llama" --config plain= --config v7=ONEBIT_GEMV_ONE_COL=v7 --rounds 2 --prompt-reps 1 \
       --decode-reps 1 --decode-tokens 64 --json "$out/one-col-8b.json" >"$out/one-col-bench.txt" 2>"$out/one-col-bench.err" || true
     answers_md "$out/one-col-8b.json" >>"$md"
     cat "$md" "$out/one-col-bench.txt"
