@@ -384,11 +384,9 @@ case $stage in
     grep -hE '^(SNR|allclose|copy bandwidth|floor_ms):|^engine_ms: .*/n1 |^case_ms: .*/n1 ' "$out/gemv-one-col.log" || true
     ;;
   one-col)
-    # Patch 0022: v7 in MMVQ's place at one column (ONEBIT_GEMV_ONE_COL), its checks, then tg128
-    # with each setting alternated, and 1bit bench with the answers against MMVQ's.
+    # Patch 0022: v7 in MMVQ's place at one column (ONEBIT_GEMV_ONE_COL): tg128 with each setting
+    # alternated, 1bit bench with the answers against MMVQ's, then its checks.
     synth_models llama3-8b:$llama
-    (cd build && ctest -R "${ONE_COL_CHECKS:-one_col_v7\$}" --output-on-failure) >"$out/ctest-one-col.log" 2>&1 || true
-    tail -n 9 "$out/ctest-one-col.log"
     md=$out/one-col.md
     : >"$md"
     for round in 1 2; do
@@ -403,6 +401,8 @@ case $stage in
     answers_md "$out/one-col-8b.json" >>"$md"
     cat "$md" "$out/one-col-bench.txt"
     tail -n 2 "$out/one-col-bench.err"
+    (cd build && ctest -R "${ONE_COL_CHECKS:-one_col_v7\$}" --output-on-failure) >"$out/ctest-one-col.log" 2>&1 || true
+    tail -n 9 "$out/ctest-one-col.log"
     ;;
   one-col-timeline)
     # Each kernel of llama-bench's decode graph with MMVQ and with v7 (patch 0022), without the
