@@ -24,10 +24,10 @@
 #                                    v7-r32-direct (no ring) against v5, v5-narrow and the read floor, and
 #                                    against MMVQ where the engine is built (else the driver in
 #                                    .gpu/, built without it), in gemv-one-col.log
-#   dev/gpu_measure.sh one-col       patch 0022: ctest's one_col checks of v7 (ONE_COL_CHECKS: a
-#                                    ctest regex for others), tg128 with each
-#                                    ONEBIT_GEMV_ONE_COL setting alternated against MMVQ (and with
-#                                    ONEBIT_Q8_1_SHARED=1), 1bit bench with the answers, in one-col.md
+#   dev/gpu_measure.sh one-col       patch 0022: tg128 with each ONEBIT_GEMV_ONE_COL setting
+#                                    alternated against MMVQ (and with ONEBIT_Q8_1_SHARED=1), in
+#                                    one-col.md; its checks: `checks one_col`
+#   dev/gpu_measure.sh one-col-bench 1bit bench, MMVQ against v7, with the answers
 #   dev/gpu_measure.sh one-col-timeline  every kernel of llama-bench's decode graph (dev/timeline) with
 #                                    MMVQ and with v7, with and without PDL, in one-col-timeline.md
 #   dev/gpu_measure.sh prompt-tax    1bit bench's prompt speed and time to first token with the
@@ -385,7 +385,7 @@ case $stage in
     ;;
   one-col)
     # Patch 0022: v7 in MMVQ's place at one column (ONEBIT_GEMV_ONE_COL): tg128 with each setting
-    # alternated, 1bit bench with the answers against MMVQ's, then its checks.
+    # alternated; one-col-bench: 1bit bench with the answers against MMVQ's.
     synth_models llama3-8b:$llama
     md=$out/one-col.md
     : >"$md"
@@ -396,13 +396,17 @@ case $stage in
         env $sw "$bin/llama-bench" -m "$llama" -p 0 -n 128 -r 5 -fa 1 -o md 2>&1 | grep -E 'tg128|error' >>"$md" || true
       done
     done
+    cat "$md"
+    ;;
+  one-col-bench)
+    synth_models llama3-8b:$llama
+    md=$out/one-col-bench.md
+    : >"$md"
     "$bin/1bit" bench -m "$llama" --config plain= --config v7=ONEBIT_GEMV_ONE_COL=v7 --rounds 2 --prompt-reps 1 \
       --decode-reps 1 --decode-tokens 64 --json "$out/one-col-8b.json" >"$out/one-col-bench.txt" 2>"$out/one-col-bench.err" || true
     answers_md "$out/one-col-8b.json" >>"$md"
     cat "$md" "$out/one-col-bench.txt"
     tail -n 2 "$out/one-col-bench.err"
-    (cd build && ctest -R "${ONE_COL_CHECKS:-one_col_v7\$}" --output-on-failure) >"$out/ctest-one-col.log" 2>&1 || true
-    tail -n 9 "$out/ctest-one-col.log"
     ;;
   one-col-timeline)
     # Each kernel of llama-bench's decode graph with MMVQ and with v7 (patch 0022), without the
