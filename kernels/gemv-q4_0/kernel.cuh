@@ -3,7 +3,8 @@
 // x_stride blocks apart: k/32, or more where the engine pads its quantized activations), k a
 // multiple of 32, 1 <= cols <= 8 (v5: 16), any rows. Runs on `stream`, returns launch errors.
 //
-// These are the variants the engine dispatches (ONEBIT_GEMV_Q4_0 names them); variants/ holds
+// These are the variants the engine dispatches (ONEBIT_GEMV_Q4_0 names them; v7, one column
+// only, with the fused epilogues, is row_lanes.cuh, by ONEBIT_GEMV_ONE_COL); variants/ holds
 // those that lost, which the driver and the emulator check also run.
 #pragma once
 
