@@ -28,6 +28,12 @@
 #                                    alternated against MMVQ (and with ONEBIT_Q8_1_SHARED=1), in
 #                                    one-col.md; its checks: `checks one_col`
 #   dev/gpu_measure.sh one-col-bench 1bit bench, MMVQ against v7, with the answers
+#   dev/gpu_measure.sh one-col-checks  test-backend-ops' MUL_MAT, MUL_MAT_VEC_FUSION and
+#                                    MUL_MAT_Q4_0_SHARED with v7 and v7-l2 (ctest's one_col checks,
+#                                    for an engine built elsewhere)
+#   dev/gpu_measure.sh prebuilt      unpacks .carry/prebuilt.tar.xz (dev/pack_prebuilt.sh: an engine
+#                                    built on another machine) into /tmp/onebit-prebuilt; stages run
+#                                    on it with ONEBIT_GPU_BIN=/tmp/onebit-prebuilt
 #   dev/gpu_measure.sh one-col-timeline  every kernel of llama-bench's decode graph (dev/timeline) with
 #                                    MMVQ and with v7, with and without PDL, in one-col-timeline.md
 #   dev/gpu_measure.sh prompt-tax    1bit bench's prompt speed and time to first token with the
@@ -222,7 +228,7 @@
 #                                    every step verifies 8 tokens), 1bit bench with the gemv
 #                                    switch off, auto and v5, and without a drafter
 set -euo pipefail
-stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline|gemv-one-col|checks"
+stages="build|build-bg|wait-build|queue|wait-queue|quick|ab|probe|profile|stalls|kernels|e2e|tune|tune-hybrid|tune-hybrid-small|search|confirm|spec|spec-kinds|verify-cols|step-profile|small-pair|decode|rotate|rpc|vulkan|shared|shared-bench|timeline|parity|tax|mmvq-pdl|top-k|top-k-tax|invariance|batch-invariant|parity-kinds|spec-timeline|gemv-one-col|checks|one-col|one-col-bench|one-col-checks|one-col-timeline|prompt-tax|prebuilt"
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 case ${1:-} in
   -h | --help) usage; exit 0 ;;
@@ -239,7 +245,9 @@ mkdir -p "$out"
 cd "$root"
 export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/engine-src.tar.xz
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
-bin=$root/build/bin
+# ONEBIT_GPU_BIN: the binaries and shared libraries of an engine built elsewhere (the prebuilt stage)
+bin=${ONEBIT_GPU_BIN:-$root/build/bin}
+[ -z "${ONEBIT_GPU_BIN:-}" ] || export LD_LIBRARY_PATH=$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 llama_dflash=/tmp/llama3-8b-dflash-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
@@ -397,6 +405,23 @@ case $stage in
       done
     done
     cat "$md"
+    ;;
+  one-col-checks)
+    # ctest's one_col checks where the engine was built elsewhere: MUL_MAT, MUL_MAT_VEC_FUSION and
+    # the shared-input graphs against the CPU with each setting.
+    for sw in v7 v7-l2; do
+      for op in MUL_MAT MUL_MAT_VEC_FUSION MUL_MAT_Q4_0_SHARED; do
+        echo "ONEBIT_GEMV_ONE_COL=$sw ONEBIT_Q8_1_SHARED=1 -o $op: $(env ONEBIT_GEMV_ONE_COL=$sw ONEBIT_Q8_1_SHARED=1 \
+          "$bin/engine-test-backend-ops" test -o $op -b CUDA0 2>&1 | grep -E 'FAIL|tests passed' | tail -n 3 | tr '\n' ' ')"
+      done
+    done | tee "$out/one-col-checks.txt"
+    ;;
+  prebuilt)
+    # An engine built on another machine (dev/pack_prebuilt.sh): unpacked into /tmp/onebit-prebuilt;
+    # the stages then use it with ONEBIT_GPU_BIN=/tmp/onebit-prebuilt.
+    rm -rf /tmp/onebit-prebuilt && mkdir -p /tmp/onebit-prebuilt
+    tar -C /tmp/onebit-prebuilt -xJf .carry/prebuilt.tar.xz
+    ls /tmp/onebit-prebuilt
     ;;
   one-col-bench)
     synth_models llama3-8b:$llama
