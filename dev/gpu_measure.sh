@@ -29,8 +29,8 @@
 #                                    one-col.md; its checks: `checks one_col`
 #   dev/gpu_measure.sh one-col-bench 1bit bench, MMVQ against v7, with the answers
 #   dev/gpu_measure.sh one-col-checks  test-backend-ops' MUL_MAT, MUL_MAT_VEC_FUSION and
-#                                    MUL_MAT_Q4_0_SHARED with v7 and v7-l2 (ctest's one_col checks,
-#                                    for an engine built elsewhere)
+#                                    MUL_MAT_Q4_0_SHARED with v7 and v7-l2 (ONE_COL_MODES: others;
+#                                    ctest's one_col checks, for an engine built elsewhere)
 #   dev/gpu_measure.sh prebuilt      unpacks .carry/prebuilt.tar.xz (dev/pack_prebuilt.sh: an engine
 #                                    built on another machine) into /tmp/onebit-prebuilt; stages run
 #                                    on it with ONEBIT_GPU_BIN=/tmp/onebit-prebuilt
@@ -409,7 +409,7 @@ case $stage in
   one-col-checks)
     # ctest's one_col checks where the engine was built elsewhere: MUL_MAT, MUL_MAT_VEC_FUSION and
     # the shared-input graphs against the CPU with each setting.
-    for sw in v7 v7-l2; do
+    for sw in ${ONE_COL_MODES:-v7 v7-l2}; do
       for op in MUL_MAT MUL_MAT_VEC_FUSION MUL_MAT_Q4_0_SHARED; do
         echo "ONEBIT_GEMV_ONE_COL=$sw ONEBIT_Q8_1_SHARED=1 -o $op: $(env ONEBIT_GEMV_ONE_COL=$sw ONEBIT_Q8_1_SHARED=1 \
           "$bin/engine-test-backend-ops" test -o $op -b CUDA0 2>&1 | grep -E 'FAIL|tests passed' | tail -n 3 | tr '\n' ' ')"
