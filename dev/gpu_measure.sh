@@ -247,7 +247,10 @@ export CMAKE_PREFIX_PATH=$root/.carry/nlohmann ONEBIT_LLAMA_SOURCE=$root/.carry/
 export ONEBIT_CACHE_DIR=${ONEBIT_CACHE_DIR:-/tmp/onebit-cache}
 # ONEBIT_GPU_BIN: the binaries and shared libraries of an engine built elsewhere (the prebuilt stage)
 bin=${ONEBIT_GPU_BIN:-$root/build/bin}
-[ -z "${ONEBIT_GPU_BIN:-}" ] || export LD_LIBRARY_PATH=$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -n "${ONEBIT_GPU_BIN:-}" ]; then  # its libraries, then CUDA's and NCCL's (the one PyTorch brings, if that is all there is)
+  nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+  export LD_LIBRARY_PATH=$bin:/usr/local/cuda/lib64:/usr/local/cuda/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 hybrid=/tmp/qwen35-9b-q4_0.gguf hybrid_small=/tmp/qwen35-2b-q4_0.gguf llama=/tmp/llama3-8b-q4_0.gguf draft=/tmp/llama3.2-1b-q4_0.gguf
 llama_dflash=/tmp/llama3-8b-dflash-q4_0.gguf
 bench_opts=(--rounds 3 --prompt-reps 3 --decode-reps 1 --decode-tokens 64)  # tune's, for both models
