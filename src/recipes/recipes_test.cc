@@ -240,12 +240,14 @@ TEST(Recipes, TheBuiltInH100GemvRecipeForDraftAndDflash) {
             "gpu NVIDIA H200 not in [" + h100 + "]");
 }
 
-// Patches 0012 and 0017 were measured on an H100 decoding Llama 3 8B Q4_0 without a drafter, each
-// against the engine's way: their recipes stay there (a verification's 2-4 columns were slower with
-// 0017).
+// Patches 0012, 0017 and 0022 were measured on an H100 decoding Llama 3 8B Q4_0 without a drafter,
+// each against the engine's way: their recipes stay there (a verification's 2-4 columns were slower
+// with 0017).
 TEST(Recipes, TheBuiltInH100DecodeRecipes) {
   const std::vector<std::pair<std::string, std::string>> wanted = {
-      {"llama-q4_0-h100-q8_1-shared", "ONEBIT_Q8_1_SHARED"}, {"llama-q4_0-h100-mmvq-pdl-3", "ONEBIT_MMVQ_PDL"}};
+      {"llama-q4_0-h100-q8_1-shared", "ONEBIT_Q8_1_SHARED"},
+      {"llama-q4_0-h100-mmvq-pdl-3", "ONEBIT_MMVQ_PDL"},
+      {"llama-q4_0-h100-gemv-one-col-v7", "ONEBIT_GEMV_ONE_COL"}};
   const std::string h100 = "NVIDIA H100 80GB HBM3";
   ModelFacts q4_0 = facts("llama", false, false);
   q4_0.file_type = 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
