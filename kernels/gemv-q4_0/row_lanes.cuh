@@ -249,6 +249,10 @@ inline bool takes(const void* w, const void* gate, const void* x, int64_t rows, 
          aligned(w) && aligned(x) && (gate == nullptr || aligned(gate));
 }
 
+// As many warps a CTA as give each about two stages or more: k = 4096 rows (4 stages of 8 rows)
+// take 2, k = 14336 (14 stages) 4, longer rows 8 (with a shallower ring, so that two CTAs fit an SM).
+inline int warps_for(int64_t stages) { return stages >= 24 ? 8 : stages >= 8 ? 4 : 2; }
+
 template <int kR, int kWarps, int kStages, class Epi, bool kL2>
 cudaError_t launch_with(const BlockQ4_0* w, const BlockQ4_0* gate, const BlockQ8_1* x, float* out, int64_t rows,
                         int64_t nb, const Epi& epi, bool early, cudaStream_t stream) {
@@ -268,9 +272,7 @@ cudaError_t launch_with(const BlockQ4_0* w, const BlockQ4_0* gate, const BlockQ8
   return cudaGetLastError();
 }
 
-// As many warps a CTA as give each about two stages or more: k = 4096 rows (4 stages of 8 rows)
-// take 2, k = 14336 (14 stages) 4, longer rows 8 with a shallower ring so that two CTAs fit an SM;
-// kWarpsFixed, where set, at every row length. A product takes() refuses is
+// warps_for's warps a CTA, or kWarpsFixed where set. A product takes() refuses is
 // cudaErrorInvalidValue. early: the launch may start while the kernel before it runs (sm_90).
 template <int kR, class Epi = Plain, bool kL2 = false, int kWarpsFixed = 0>
 cudaError_t launch(const BlockQ4_0* w, const BlockQ4_0* gate, const BlockQ8_1* x, float* out, int64_t rows, int64_t k,
@@ -278,7 +280,7 @@ cudaError_t launch(const BlockQ4_0* w, const BlockQ4_0* gate, const BlockQ8_1* x
   if (!takes<kR>(w, gate, x, rows, k) || (Epi::kGated && gate == nullptr)) return cudaErrorInvalidValue;
   const int64_t nb = k / kBlock;
   const int64_t stages = nb / Geometry<kR>::kGroupBlocks;
-  const int warps = kWarpsFixed != 0 ? kWarpsFixed : stages >= 24 ? 8 : stages >= 8 ? 4 : 2;
+  const int warps = kWarpsFixed != 0 ? kWarpsFixed : warps_for(stages);
   if (warps == 8) return launch_with<kR, 8, 2, Epi, kL2>(w, gate, x, out, rows, nb, epi, early, stream);
   if (warps == 4) return launch_with<kR, 4, 3, Epi, kL2>(w, gate, x, out, rows, nb, epi, early, stream);
   return launch_with<kR, 2, 3, Epi, kL2>(w, gate, x, out, rows, nb, epi, early, stream);

@@ -78,13 +78,14 @@ cudaError_t launch_direct_with(const BlockQ4_0* w, const BlockQ8_1* x, float* ou
   return cudaGetLastError();
 }
 
-// The ring's warp counts (row_lanes.cuh's launch) without the ring.
+// The ring's warp counts (warps_for) without the ring.
 template <int kR>
 cudaError_t launch_direct(const BlockQ4_0* w, const BlockQ8_1* x, float* out, int64_t rows, int64_t k,
                           cudaStream_t stream) {
-  const int64_t nb = k / kBlock, stages = nb / Geometry<kR>::kGroupBlocks;
-  if (stages >= 24) return launch_direct_with<kR, 8>(w, x, out, rows, nb, stream);
-  if (stages >= 8) return launch_direct_with<kR, 4>(w, x, out, rows, nb, stream);
+  const int64_t nb = k / kBlock;
+  const int warps = warps_for(nb / Geometry<kR>::kGroupBlocks);
+  if (warps == 8) return launch_direct_with<kR, 8>(w, x, out, rows, nb, stream);
+  if (warps == 4) return launch_direct_with<kR, 4>(w, x, out, rows, nb, stream);
   return launch_direct_with<kR, 2>(w, x, out, rows, nb, stream);
 }
 
